@@ -1,0 +1,33 @@
+# Two commands matter: `make run` (the whole stack on embedded defaults) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint typecheck bench eval clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Tideline needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/tideline up
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy tideline_core workers mcp_server tideline_cli
+
+bench: $(STAMP)
+	$(BIN)/python bench/write_read.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache

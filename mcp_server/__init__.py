@@ -1,0 +1,1 @@
+"""The MCP server: validates writes, persists them, enqueues derived work, and serves reads."""

@@ -1,0 +1,60 @@
+"""Engine creation (SQLite pragmas for WAL and short writes) and schema migration via Alembic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Autocommit at the driver level lets SQLAlchemy issue BEGIN itself (BEGIN IMMEDIATE for
+    # writes below), so a writer takes the lock up front instead of failing on upgrade.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+
+def create_db_engine(url: str) -> Engine:
+    """An Engine for `url`; SQLite files get WAL, a busy timeout and immediate write transactions."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+            poolclass=NullPool if parsed.database in (None, "", ":memory:") else None,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(engine: Engine) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["engine"] = engine
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (idempotent; safe to call at every start-up)."""
+    command.upgrade(alembic_config(engine), "head")

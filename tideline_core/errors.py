@@ -1,0 +1,55 @@
+"""The one error hierarchy of Tideline; edges translate these, nothing else does.
+
+    TidelineError
+    ├── InvalidInput            bad caller input: names the field and the rule; nothing stored
+    ├── NotFound                a referenced row does not exist for this agent
+    ├── Conflict                the operation cannot run now (a lock is held, a stage is running)
+    ├── ConfigurationError      settings that cannot work together
+    └── TransientError          worth retrying later
+        ├── EmbedderUnavailable the embedding backend failed or timed out
+        ├── LLMUnavailable      the DREAM chat endpoint failed or timed out
+        └── BrokerUnavailable   the Celery broker could not take a message
+"""
+
+from __future__ import annotations
+
+
+class TidelineError(Exception):
+    """Root of every error Tideline raises on purpose."""
+
+
+class InvalidInput(TidelineError):
+    """Caller input broke a rule; `field` and `rule` say which and why."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        self.field = field
+        self.rule = rule
+        super().__init__(f"{field}: {rule}")
+
+
+class NotFound(TidelineError):
+    """A referenced row does not exist (or belongs to another agent)."""
+
+
+class Conflict(TidelineError):
+    """The operation cannot run now; the message says what holds it."""
+
+
+class ConfigurationError(TidelineError):
+    """Settings that cannot work together."""
+
+
+class TransientError(TidelineError):
+    """A failure that may pass on its own; tasks retry these and only these."""
+
+
+class EmbedderUnavailable(TransientError):
+    """The embedding backend failed, timed out, or is switched off."""
+
+
+class LLMUnavailable(TransientError):
+    """The OpenAI-compatible chat endpoint failed or timed out."""
+
+
+class BrokerUnavailable(TransientError):
+    """The Celery broker refused or did not answer a publish."""

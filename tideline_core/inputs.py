@@ -1,0 +1,175 @@
+"""Validated write and query inputs (pydantic, the boundary): every rule names its field."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
+
+from tideline_core.errors import InvalidInput
+from tideline_core.timeutil import parse_instant
+
+NARRATIVE_TYPES = ("event", "reflection", "insight", "decision", "dream", "other")
+TURN_ROLES = ("user", "assistant", "system", "tool")
+PROFILE_KINDS = ("fact", "impression", "relationship", "self", "contact")
+SELF_CONCEPT_KINDS = ("fact", "terrain", "reflection")
+THREAD_STATUSES = ("open", "exploring", "resolved", "dropped")
+SEARCH_MODES = ("hybrid", "keyword", "dense")
+SEARCH_KINDS = ("all", "narratives", "context")
+
+# Size limits, documented in the README: generous for prose, bounded so one call cannot flood memory.
+MAX_GESTURE = 2_000
+MAX_FIELD = 20_000
+MAX_TURN = 100_000
+MAX_TAGS = 32
+MAX_TAG = 64
+MAX_LIST = 64
+MAX_METADATA_BYTES = 16_384
+MAX_QUERY = 2_000
+
+Score = Annotated[StrictInt, Field(ge=1, le=5)]
+NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "other"]
+TurnRole = Literal["user", "assistant", "system", "tool"]
+ProfileKind = Literal["fact", "impression", "relationship", "self", "contact"]
+SelfConceptKind = Literal["fact", "terrain", "reflection"]
+ThreadStatus = Literal["open", "exploring", "resolved", "dropped"]
+SearchMode = Literal["hybrid", "keyword", "dense"]
+SearchKind = Literal["all", "narratives", "context"]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+def _instant(value: Any, field: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an ISO-8601 date or date-time string")
+    try:
+        return parse_instant(value, field)
+    except InvalidInput as exc:
+        raise ValueError(exc.rule) from None
+
+
+class NarrativeIn(_Input):
+    gesture: str = Field(min_length=1, max_length=MAX_GESTURE)
+    context: str = Field(default="", max_length=MAX_FIELD)
+    moment: str = Field(default="", max_length=MAX_FIELD)
+    cognition_direction: str = Field(default="", max_length=MAX_FIELD)
+    importance: Score = 3
+    emotional: Score = 3
+    unresolved: Score = 3
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(default_factory=list, max_length=MAX_TAGS)
+    entities_role: str = Field(default="", max_length=MAX_GESTURE)
+    related_entities: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=MAX_LIST
+    )
+    source_links: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=MAX_LIST)
+    narrative_type: NarrativeType = "event"
+    occurred_at: datetime | None = None
+
+    @field_validator("tags", mode="after")
+    @classmethod
+    def _distinct_tags(cls, tags: list[str]) -> list[str]:
+        # Tags are matched exactly; keep the text as written (Chinese stays Chinese), only trim and dedupe.
+        return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+
+    @field_validator("occurred_at", mode="before")
+    @classmethod
+    def _occurred(cls, value: Any) -> datetime | None:
+        return _instant(value, "occurred_at")
+
+
+class ContextTurnIn(_Input):
+    role: TurnRole
+    content: str = Field(min_length=1, max_length=MAX_TURN)
+    session_id: str = Field(default="", max_length=256)
+    speaker: str = Field(default="", max_length=128)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+    @field_validator("metadata", mode="after")
+    @classmethod
+    def _small_json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(value, ensure_ascii=False).encode())
+        except (TypeError, ValueError):
+            raise ValueError("must be a JSON object of plain values") from None
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON, got {size}")
+        return value
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _created(cls, value: Any) -> datetime | None:
+        return _instant(value, "created_at")
+
+
+class AmendmentIn(_Input):
+    narrative_id: StrictInt = Field(ge=1)
+    note: str = Field(min_length=1, max_length=MAX_FIELD)
+
+
+class ProfileIn(_Input):
+    entity: str = Field(min_length=1, max_length=128)
+    kind: ProfileKind
+    content: str = Field(min_length=1, max_length=MAX_FIELD)
+    pinned: StrictBool = False
+
+
+class SelfConceptIn(_Input):
+    kind: SelfConceptKind
+    key: str = Field(default="main", min_length=1, max_length=128)
+    content: str = Field(min_length=1, max_length=MAX_FIELD)
+
+
+class ThreadIn(_Input):
+    title: str = Field(min_length=1, max_length=MAX_GESTURE)
+    content: str = Field(default="", max_length=MAX_FIELD)
+    status: ThreadStatus = "open"
+    priority: Score = 3
+    thread_id: StrictInt | None = Field(default=None, ge=1)
+
+
+class SnapshotIn(_Input):
+    content: str = Field(min_length=1, max_length=MAX_FIELD)
+    mood: str = Field(default="", max_length=128)
+
+
+class SearchIn(_Input):
+    query: str = Field(min_length=1, max_length=MAX_QUERY)
+    limit: StrictInt = Field(default=10, ge=1, le=100)
+    kinds: SearchKind = "all"
+    mode: SearchMode = "hybrid"
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _bounds(cls, value: Any) -> datetime | None:
+        return _instant(value, "since/until")
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def explain_validation(exc: ValidationError) -> InvalidInput:
+    """The first pydantic error as an InvalidInput naming the field and the rule (all rules listed)."""
+    problems = []
+    first_field = ""
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "input"
+        first_field = first_field or field
+        problems.append(f"{field}: {error['msg']}")
+    return InvalidInput(first_field, "; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
+
+
+def parse(model: type[ModelT], data: dict[str, Any]) -> ModelT:
+    """Validate `data` as `model`, raising InvalidInput (never a bare pydantic error)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise explain_validation(exc) from None

@@ -1,0 +1,397 @@
+"""SQLAlchemy tables for every kind of memory Tideline keeps; dialect-neutral (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from tideline_core.timeutil import as_utc, utcnow
+
+AGENT_LEN = 128
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores UTC, returns timezone-aware UTC on every dialect (SQLite drops the zone otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = as_utc(value)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return as_utc(value)
+
+
+naming = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=naming)
+
+
+class Narrative(Base):
+    """A structured memory: what happened (gesture), around it, and four 1–5 scores."""
+
+    __tablename__ = "narratives"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    narrative_type: Mapped[str] = mapped_column(String(32), nullable=False, default="event")
+    gesture: Mapped[str] = mapped_column(Text, nullable=False)
+    context: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    moment: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    cognition_direction: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    importance: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    emotional: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    recurrence: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    unresolved: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    weight: Mapped[float] = mapped_column(Float, nullable=False, default=0.6)
+    entities_role: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    related_entities: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    embedding_state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+
+    __table_args__ = (
+        Index("ix_narratives_agent_created", "agent_id", "created_at"),
+        Index("ix_narratives_agent_weight", "agent_id", "weight"),
+        Index("ix_narratives_embedding_state", "embedding_state", "created_at"),
+    )
+
+
+class NarrativeTag(Base):
+    """One tag of one narrative; a tag lookup is an index hit, and tags stay as real text."""
+
+    __tablename__ = "narrative_tags"
+    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(128), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+
+    __table_args__ = (Index("ix_narrative_tags_agent_tag", "agent_id", "tag"),)
+
+
+class NarrativeSource(Base):
+    """A link from a narrative back to a raw context turn it came from (explicit or inferred)."""
+
+    __tablename__ = "narrative_sources"
+    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
+    context_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    inferred: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (Index("ix_narrative_sources_context", "agent_id", "context_id"),)
+
+
+class Amendment(Base):
+    """An append-only note on a narrative; the narrative itself is never rewritten by it."""
+
+    __tablename__ = "amendments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    note: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_amendments_narrative", "narrative_id"),)
+
+
+class ContextTurn(Base):
+    """One raw conversation turn, full text."""
+
+    __tablename__ = "context_turns"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    session_id: Mapped[str] = mapped_column(String(256), nullable=False, default="")
+    role: Mapped[str] = mapped_column(String(16), nullable=False)
+    speaker: Mapped[str] = mapped_column(String(128), nullable=False, default="")
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, nullable=False, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    embedding_state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+
+    __table_args__ = (
+        Index("ix_context_agent_created", "agent_id", "created_at"),
+        Index("ix_context_agent_session", "agent_id", "session_id", "id"),
+        Index("ix_context_embedding_state", "embedding_state", "recorded_at"),
+    )
+
+
+class Embedding(Base):
+    """A float32, L2-normalized vector of a narrative or context turn, with the model that made it.
+
+    `id` grows with every (re-)embedding, so the in-memory index refreshes by `id > last_seen`.
+    """
+
+    __tablename__ = "embeddings"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    row_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    model: Mapped[str] = mapped_column(String(128), nullable=False)
+    dim: Mapped[int] = mapped_column(Integer, nullable=False)
+    vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("kind", "row_id", name="uq_embeddings_kind_row"),
+        Index("ix_embeddings_agent_kind_id", "agent_id", "kind", "id"),
+    )
+
+
+class Profile(Base):
+    """What the agent holds about one entity, per kind (fact/impression/relationship/self/contact)."""
+
+    __tablename__ = "profiles"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    entity: Mapped[str] = mapped_column(String(128), nullable=False)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("agent_id", "entity", "kind", name="uq_profiles_agent_entity_kind"),)
+
+
+class ProfileHistory(Base):
+    """Every earlier version of a profile entry, kept when an upsert replaces it."""
+
+    __tablename__ = "profile_history"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    profile_id: Mapped[int] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_profile_history_profile", "profile_id", "version"),)
+
+
+class SelfConcept(Base):
+    """The agent's model of itself: fact, terrain (tendencies) or reflection, under a key."""
+
+    __tablename__ = "self_concept"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    key: Mapped[str] = mapped_column(String(128), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("agent_id", "kind", "key", name="uq_self_concept_agent_kind_key"),)
+
+
+class SelfConceptHistory(Base):
+    """Every earlier version of a self-concept entry."""
+
+    __tablename__ = "self_concept_history"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    self_concept_id: Mapped[int] = mapped_column(ForeignKey("self_concept.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class Thread(Base):
+    """An open question or direction to explore, from the agent or from DREAM."""
+
+    __tablename__ = "threads"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    title: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="open")
+    priority: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    source: Mapped[str] = mapped_column(String(16), nullable=False, default="agent")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_threads_agent_status", "agent_id", "status", "priority"),)
+
+
+class Snapshot(Base):
+    """A point-in-time statement of the agent's state; the latest one feeds T0."""
+
+    __tablename__ = "snapshots"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    mood: Mapped[str] = mapped_column(String(128), nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_snapshots_agent_created", "agent_id", "created_at"),)
+
+
+class AttentionHit(Base):
+    """One retrieval hit on a narrative: which, how similar, from where, when."""
+
+    __tablename__ = "attention_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    narrative_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    similarity: Mapped[float] = mapped_column(Float, nullable=False)
+    source: Mapped[str] = mapped_column(String(16), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_attention_agent_created", "agent_id", "created_at"),)
+
+
+class TopicCluster(Base):
+    """A keyword that survived the document-frequency filter, and the narratives under it."""
+
+    __tablename__ = "topic_clusters"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    keyword: Mapped[str] = mapped_column(String(128), nullable=False)
+    label: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    size: Mapped[int] = mapped_column(Integer, nullable=False)
+    built_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("agent_id", "keyword", name="uq_topic_clusters_agent_keyword"),)
+
+
+class TopicClusterMember(Base):
+    __tablename__ = "topic_cluster_members"
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("topic_clusters.id", ondelete="CASCADE"), primary_key=True)
+    narrative_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+
+    __table_args__ = (Index("ix_topic_members_narrative", "agent_id", "narrative_id"),)
+
+
+class EmbeddingCluster(Base):
+    """A k-means centroid in embedding space (soft clusters)."""
+
+    __tablename__ = "emb_clusters"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    label: Mapped[int] = mapped_column(Integer, nullable=False)
+    name: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    size: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    model: Mapped[str] = mapped_column(String(128), nullable=False, default="")
+    centroid: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    built_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("agent_id", "label", name="uq_emb_clusters_agent_label"),)
+
+
+class EmbeddingClusterMember(Base):
+    __tablename__ = "emb_cluster_members"
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("emb_clusters.id", ondelete="CASCADE"), primary_key=True)
+    narrative_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    rank: Mapped[int] = mapped_column(Integer, nullable=False)
+    distance: Mapped[float] = mapped_column(Float, nullable=False)
+
+    __table_args__ = (Index("ix_emb_members_narrative", "agent_id", "narrative_id"),)
+
+
+class EmbeddingClusterAdjacency(Base):
+    """How many narratives two soft clusters share (stored once per ordered pair a < b)."""
+
+    __tablename__ = "emb_cluster_adjacency"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    cluster_a: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cluster_b: Mapped[int] = mapped_column(Integer, primary_key=True)
+    shared: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class EntityNode(Base):
+    __tablename__ = "entity_nodes"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    mentions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    known: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    roles: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False, default=dict)
+    first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class EntityEdge(Base):
+    __tablename__ = "entity_edges"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    source: Mapped[str] = mapped_column(String(128), primary_key=True)
+    target: Mapped[str] = mapped_column(String(128), primary_key=True)
+    source_role: Mapped[str] = mapped_column(String(128), primary_key=True)
+    target_role: Mapped[str] = mapped_column(String(128), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class ScanWatermark(Base):
+    """The last context turn id the solidify scan has covered, per agent."""
+
+    __tablename__ = "scan_watermarks"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    last_context_id: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class DreamRun(Base):
+    """One stage of one agent's dream for one day: inputs, outputs, tokens, status."""
+
+    __tablename__ = "dream_runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    day: Mapped[str] = mapped_column(String(10), nullable=False)
+    stage: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="running")
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    outputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    tokens_in: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    error: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (UniqueConstraint("agent_id", "day", "stage", name="uq_dream_runs_agent_day_stage"),)
+
+
+class TaskEvent(Base):
+    """A task failure (or retry) recorded by the workers, shown by `memory_status`."""
+
+    __tablename__ = "task_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task_name: Mapped[str] = mapped_column(String(128), nullable=False)
+    task_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False, default="")
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_task_events_created", "created_at"),)

@@ -1,0 +1,72 @@
+"""Narrative weight, recurrence and anti-inflation: one definition of each (DESIGN §4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+WEIGHT_FACTORS = {"importance": 0.35, "emotional": 0.25, "recurrence": 0.25, "unresolved": 0.15}
+INFLATION_WINDOW = 20
+INFLATION_CEILING = 0.7
+INFLATION_TARGET = 0.6
+
+
+def weight(importance: int, emotional: int, recurrence: int, unresolved: int) -> float:
+    """Scores 1–5 → weight in [0.2, 1.0]; all threes give exactly 0.6."""
+    raw = (
+        importance * WEIGHT_FACTORS["importance"]
+        + emotional * WEIGHT_FACTORS["emotional"]
+        + recurrence * WEIGHT_FACTORS["recurrence"]
+        + unresolved * WEIGHT_FACTORS["unresolved"]
+    )
+    return round(raw / 5, 6)
+
+
+def recurrence_score(shared_count: int | None) -> int:
+    """Other narratives sharing a tag → 1–5; None means the narrative has no tags (→ 3)."""
+    if shared_count is None:
+        return 3
+    if shared_count <= 0:
+        return 1
+    if shared_count <= 2:
+        return 2
+    if shared_count <= 5:
+        return 3
+    if shared_count <= 10:
+        return 4
+    return 5
+
+
+def recurrence_counts(tags_by_narrative: Mapping[int, Sequence[str]]) -> dict[int, int | None]:
+    """For each narrative, how many *other* narratives share at least one of its tags (None: no tags)."""
+    holders: dict[str, set[int]] = {}
+    for narrative_id, tags in tags_by_narrative.items():
+        for tag in set(tags):
+            holders.setdefault(tag, set()).add(narrative_id)
+    counts: dict[int, int | None] = {}
+    for narrative_id, tags in tags_by_narrative.items():
+        if not tags:
+            counts[narrative_id] = None
+            continue
+        others: set[int] = set()
+        for tag in set(tags):
+            others |= holders[tag]
+        others.discard(narrative_id)
+        counts[narrative_id] = len(others)
+    return counts
+
+
+def deflate(weights: Sequence[float]) -> list[float]:
+    """Anti-inflation over an agent's most recent narratives (newest first, window of 20).
+
+    When their mean exceeds 0.7 they are scaled by 0.6/mean. Never raises a weight, keeps
+    every result in [0, 1], and applying it twice changes nothing more (the scaled mean is 0.6).
+    """
+    window = list(weights[:INFLATION_WINDOW])
+    if not window:
+        return list(weights)
+    mean = sum(window) / len(window)
+    if mean <= INFLATION_CEILING:
+        return list(weights)
+    factor = INFLATION_TARGET / mean
+    scaled = [min(1.0, max(0.0, round(w * factor, 6))) for w in window]
+    return scaled + list(weights[INFLATION_WINDOW:])

@@ -1,0 +1,1 @@
+"""Search: keyword index, vector index, fusion, and the hybrid search service."""

@@ -1,0 +1,115 @@
+"""The one settings object (env prefix TIDELINE_, plus the seed's variable names); read at composition roots only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tideline_core.errors import ConfigurationError
+
+
+def _env(name: str, *seed_names: str) -> AliasChoices:
+    return AliasChoices(f"TIDELINE_{name}", *seed_names)
+
+
+class Settings(BaseSettings):
+    """Every knob, with its default. The README's settings table mirrors this class."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    home: Path = Field(default=Path("~/.tideline"), validation_alias=_env("HOME"))
+    database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
+    memory_mcp_db: str | None = Field(default=None, validation_alias=AliasChoices("MEMORY_MCP_DB"))
+    redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
+    agent: str = Field(default="default", validation_alias=_env("AGENT", "AGENT_NAME"))
+    known_persons: str = Field(default="", validation_alias=_env("KNOWN_PERSONS", "KNOWN_PERSONS"))
+
+    embedder: Literal["local", "http", "none"] = Field(default="local", validation_alias=_env("EMBEDDER"))
+    embedding_url: str | None = Field(default=None, validation_alias=_env("EMBEDDING_URL", "EMBEDDING_API_URL"))
+    embedding_api_key: str | None = Field(
+        default=None, validation_alias=_env("EMBEDDING_API_KEY", "EMBEDDING_API_KEY")
+    )
+    embedding_model: str | None = Field(default=None, validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"))
+    embedding_timeout: float = Field(default=30.0, validation_alias=_env("EMBEDDING_TIMEOUT"))
+    query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))
+    embed_batch_size: int = Field(default=32, ge=1, le=1024, validation_alias=_env("EMBED_BATCH_SIZE"))
+
+    llm_url: str | None = Field(default=None, validation_alias=_env("LLM_URL"))
+    llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
+    llm_api_key: str | None = Field(default=None, validation_alias=_env("LLM_API_KEY"))
+
+    http_host: str = Field(default="127.0.0.1", validation_alias=_env("HTTP_HOST"))
+    http_port: int = Field(default=8765, validation_alias=_env("HTTP_PORT"))
+    http_tokens: str = Field(default="", validation_alias=_env("HTTP_TOKENS"))
+
+    flower_port: int = Field(default=5555, validation_alias=_env("FLOWER_PORT"))
+    flower_basic_auth: str | None = Field(default=None, validation_alias=_env("FLOWER_BASIC_AUTH"))
+
+    reconcile_grace_seconds: int = Field(default=120, ge=1, validation_alias=_env("RECONCILE_GRACE_SECONDS"))
+    reconcile_interval_seconds: int = Field(default=60, ge=1, validation_alias=_env("RECONCILE_INTERVAL_SECONDS"))
+    visibility_timeout_seconds: int = Field(default=3600, ge=60, validation_alias=_env("VISIBILITY_TIMEOUT"))
+    dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
+    log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        if self.memory_mcp_db:
+            return f"sqlite:///{Path(self.memory_mcp_db).expanduser()}"
+        return f"sqlite:///{self.home / 'memory.db'}"
+
+    @property
+    def redis_socket(self) -> Path:
+        """Where `tideline up` puts the embedded Redis socket."""
+        return self.home / "redis.sock"
+
+    @property
+    def resolved_redis_url(self) -> str:
+        if self.redis_url:
+            return self.redis_url
+        return f"redis+socket://{self.redis_socket}"
+
+    @property
+    def uses_embedded_redis(self) -> bool:
+        return not self.redis_url
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_url and self.llm_model)
+
+    def http_token_map(self) -> dict[str, str]:
+        """`token:agent,token2:agent2` → {token: agent}; a malformed entry is a ConfigurationError."""
+        tokens: dict[str, str] = {}
+        for entry in filter(None, (part.strip() for part in self.http_tokens.split(","))):
+            token, sep, agent = entry.partition(":")
+            if not sep or not token.strip() or not agent.strip():
+                raise ConfigurationError(
+                    "TIDELINE_HTTP_TOKENS entries must look like TOKEN:AGENT (comma-separated); "
+                    f"got an entry of {len(entry)} characters without that shape"
+                )
+            tokens[token.strip()] = agent.strip()
+        return tokens
+
+    def known_person_aliases(self) -> dict[str, str]:
+        """`Alice,Bob=Bobby/Robert` → {alias or name (lower-cased): canonical name}."""
+        aliases: dict[str, str] = {}
+        for entry in filter(None, (part.strip() for part in self.known_persons.split(","))):
+            name, _, rest = entry.partition("=")
+            canonical = name.strip()
+            aliases[canonical.lower()] = canonical
+            for alias in filter(None, (a.strip() for a in rest.split("/"))):
+                aliases[alias.lower()] = canonical
+        return aliases
+
+    def ensure_home(self) -> Path:
+        self.home.mkdir(parents=True, exist_ok=True)
+        return self.home

@@ -1,0 +1,201 @@
+"""Narrative memories: insert with tags, source links and keyword index; recall; amend."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from tideline_core import scoring
+from tideline_core.errors import InvalidInput, NotFound
+from tideline_core.inputs import AmendmentIn, NarrativeIn
+from tideline_core.records import NarrativeRecord, WrittenNarrative
+from tideline_core.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
+from tideline_core.search import keyword
+from tideline_core.text import index_text
+from tideline_core.timeutil import utcnow
+
+
+def narrative_index_text(n: NarrativeIn | NarrativeRecord) -> str:
+    return index_text(n.gesture, n.context, n.moment, n.cognition_direction, " ".join(n.tags), n.entities_role)
+
+
+def narrative_embedding_text(n: NarrativeRecord) -> str:
+    """What the embedder sees for a narrative: the gesture first, then its surroundings."""
+    parts = [n.gesture, n.context, n.cognition_direction, n.moment]
+    if n.tags:
+        parts.append(" ".join(n.tags))
+    return "\n".join(p for p in parts if p)
+
+
+def shared_tag_count(conn: Connection, agent_id: str, tags: Sequence[str], exclude_id: int | None = None) -> int | None:
+    """How many other narratives of the agent share at least one of `tags` (None when no tags)."""
+    if not tags:
+        return None
+    query = select(func.count(func.distinct(NarrativeTag.narrative_id))).where(
+        NarrativeTag.agent_id == agent_id, NarrativeTag.tag.in_(list(tags))
+    )
+    if exclude_id is not None:
+        query = query.where(NarrativeTag.narrative_id != exclude_id)
+    return int(conn.execute(query).scalar_one())
+
+
+def _check_source_links(conn: Connection, agent_id: str, links: Sequence[int]) -> None:
+    if not links:
+        return
+    found = set(
+        conn.execute(
+            select(ContextTurn.id).where(ContextTurn.agent_id == agent_id, ContextTurn.id.in_(list(links)))
+        ).scalars()
+    )
+    missing = [i for i in links if i not in found]
+    if missing:
+        raise InvalidInput("source_links", f"context turn ids {missing} do not exist for this agent")
+
+
+def insert_narrative(conn: Connection, agent_id: str, data: NarrativeIn) -> WrittenNarrative:
+    """Insert a validated narrative (embedding pending); recurrence and weight per DESIGN §4."""
+    _check_source_links(conn, agent_id, data.source_links)
+    recurrence = scoring.recurrence_score(shared_tag_count(conn, agent_id, data.tags))
+    weight = scoring.weight(data.importance, data.emotional, recurrence, data.unresolved)
+    now = utcnow()
+    narrative_id = conn.execute(
+        insert(Narrative)
+        .values(
+            agent_id=agent_id,
+            narrative_type=data.narrative_type,
+            gesture=data.gesture,
+            context=data.context,
+            moment=data.moment,
+            cognition_direction=data.cognition_direction,
+            importance=data.importance,
+            emotional=data.emotional,
+            recurrence=recurrence,
+            unresolved=data.unresolved,
+            weight=weight,
+            entities_role=data.entities_role,
+            related_entities=list(data.related_entities),
+            occurred_at=data.occurred_at or now,
+            created_at=now,
+            updated_at=now,
+            embedding_state="pending",
+        )
+        .returning(Narrative.id)
+    ).scalar_one()
+    if data.tags:
+        conn.execute(
+            insert(NarrativeTag), [{"narrative_id": narrative_id, "tag": t, "agent_id": agent_id} for t in data.tags]
+        )
+    if data.source_links:
+        conn.execute(
+            insert(NarrativeSource),
+            [{"narrative_id": narrative_id, "context_id": c, "agent_id": agent_id, "inferred": False}
+             for c in dict.fromkeys(data.source_links)],
+        )
+    keyword.index_row(conn, "narrative", narrative_id, agent_id, narrative_index_text(data))
+    return WrittenNarrative(id=narrative_id, weight=weight, recurrence=recurrence)
+
+
+def load_narratives(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, NarrativeRecord]:
+    """Narratives of `agent_id` by id (ids of other agents are silently absent)."""
+    if not ids:
+        return {}
+    rows = conn.execute(select(Narrative.__table__).where(Narrative.agent_id == agent_id, Narrative.id.in_(list(ids)))).all()
+    return _records(conn, rows)
+
+
+def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord]:
+    ids = [r.id for r in rows]
+    tags: dict[int, list[str]] = defaultdict(list)
+    links: dict[int, list[int]] = defaultdict(list)
+    notes: dict[int, list[str]] = defaultdict(list)
+    if ids:
+        for nid, tag in conn.execute(select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))):
+            tags[nid].append(tag)
+        for nid, cid in conn.execute(
+            select(NarrativeSource.narrative_id, NarrativeSource.context_id)
+            .where(NarrativeSource.narrative_id.in_(ids))
+            .order_by(NarrativeSource.context_id)
+        ):
+            links[nid].append(cid)
+        for nid, note in conn.execute(
+            select(Amendment.narrative_id, Amendment.note).where(Amendment.narrative_id.in_(ids)).order_by(Amendment.id)
+        ):
+            notes[nid].append(note)
+    return {
+        r.id: NarrativeRecord(
+            id=r.id,
+            agent_id=r.agent_id,
+            narrative_type=r.narrative_type,
+            gesture=r.gesture,
+            context=r.context,
+            moment=r.moment,
+            cognition_direction=r.cognition_direction,
+            importance=r.importance,
+            emotional=r.emotional,
+            recurrence=r.recurrence,
+            unresolved=r.unresolved,
+            weight=r.weight,
+            tags=tuple(sorted(tags[r.id])),
+            entities_role=r.entities_role,
+            related_entities=tuple(r.related_entities or ()),
+            source_links=tuple(links[r.id]),
+            occurred_at=r.occurred_at,
+            created_at=r.created_at,
+            embedding_state=r.embedding_state,
+            amendments=tuple(notes[r.id]),
+        )
+        for r in rows
+    }
+
+
+def recall(
+    conn: Connection,
+    agent_id: str,
+    *,
+    limit: int = 10,
+    narrative_type: str | None = None,
+    tags: Sequence[str] = (),
+    since: datetime | None = None,
+    until: datetime | None = None,
+    min_weight: float | None = None,
+    order: str = "recent",
+) -> list[NarrativeRecord]:
+    """Recent (or heaviest) narratives, optionally filtered by type, any of `tags`, time and weight."""
+    query = select(Narrative.__table__).where(Narrative.agent_id == agent_id)
+    if narrative_type:
+        query = query.where(Narrative.narrative_type == narrative_type)
+    if tags:
+        tagged = select(NarrativeTag.narrative_id).where(NarrativeTag.agent_id == agent_id, NarrativeTag.tag.in_(list(tags)))
+        query = query.where(Narrative.id.in_(tagged))
+    if since is not None:
+        query = query.where(Narrative.occurred_at >= since)
+    if until is not None:
+        query = query.where(Narrative.occurred_at <= until)
+    if min_weight is not None:
+        query = query.where(Narrative.weight >= min_weight)
+    if order == "weight":
+        query = query.order_by(Narrative.weight.desc(), Narrative.id.desc())
+    else:
+        query = query.order_by(Narrative.created_at.desc(), Narrative.id.desc())
+    rows = conn.execute(query.limit(limit)).all()
+    records = _records(conn, rows)
+    return [records[r.id] for r in rows]
+
+
+def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
+    """Append a note to a narrative of this agent; the narrative text itself never changes."""
+    exists = conn.execute(
+        select(Narrative.id).where(Narrative.id == data.narrative_id, Narrative.agent_id == agent_id)
+    ).scalar_one_or_none()
+    if exists is None:
+        raise NotFound(f"narrative {data.narrative_id} does not exist for this agent")
+    amendment_id = conn.execute(
+        insert(Amendment).values(narrative_id=data.narrative_id, agent_id=agent_id, note=data.note, created_at=utcnow())
+        .returning(Amendment.id)
+    ).scalar_one()
+    conn.execute(update(Narrative).where(Narrative.id == data.narrative_id).values(updated_at=utcnow()))
+    return int(amendment_id)

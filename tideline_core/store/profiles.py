@@ -1,0 +1,156 @@
+"""Profiles, self-concept, threads and snapshots: upserts that keep every earlier version."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import Connection, insert, select, update
+
+from tideline_core.errors import NotFound
+from tideline_core.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn
+from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord
+from tideline_core.schema import Profile, ProfileHistory, SelfConcept, SelfConceptHistory, Snapshot, Thread
+from tideline_core.timeutil import utcnow
+
+
+def upsert_profile(conn: Connection, agent_id: str, data: ProfileIn) -> tuple[int, int]:
+    """Create or replace the (entity, kind) entry; the replaced text moves to history. → (id, version)."""
+    now = utcnow()
+    current = conn.execute(
+        select(Profile.__table__).where(Profile.agent_id == agent_id, Profile.entity == data.entity, Profile.kind == data.kind)
+    ).one_or_none()
+    if current is None:
+        new_id = conn.execute(
+            insert(Profile)
+            .values(agent_id=agent_id, entity=data.entity, kind=data.kind, content=data.content,
+                    pinned=data.pinned, version=1, created_at=now, updated_at=now)
+            .returning(Profile.id)
+        ).scalar_one()
+        return int(new_id), 1
+    conn.execute(
+        insert(ProfileHistory).values(
+            profile_id=current.id, agent_id=agent_id, version=current.version, content=current.content, changed_at=now
+        )
+    )
+    version = current.version + 1
+    conn.execute(
+        update(Profile).where(Profile.id == current.id)
+        .values(content=data.content, pinned=data.pinned, version=version, updated_at=now)
+    )
+    return current.id, version
+
+
+def read_profiles(
+    conn: Connection, agent_id: str, *, entity: str | None = None, kind: str | None = None, with_history: bool = False
+) -> list[ProfileRecord]:
+    query = select(Profile.__table__).where(Profile.agent_id == agent_id)
+    if entity is not None:
+        query = query.where(Profile.entity == entity)
+    if kind is not None:
+        query = query.where(Profile.kind == kind)
+    rows = conn.execute(query.order_by(Profile.pinned.desc(), Profile.entity, Profile.kind)).all()
+    history: dict[int, list[tuple[int, str, object]]] = defaultdict(list)
+    if with_history and rows:
+        for h in conn.execute(
+            select(ProfileHistory.__table__).where(ProfileHistory.profile_id.in_([r.id for r in rows])).order_by(ProfileHistory.version)
+        ).all():
+            history[h.profile_id].append((h.version, h.content, h.changed_at))
+    return [
+        ProfileRecord(id=r.id, entity=r.entity, kind=r.kind, content=r.content, pinned=r.pinned, version=r.version,
+                      updated_at=r.updated_at, history=tuple(history[r.id]))  # type: ignore[arg-type]
+        for r in rows
+    ]
+
+
+def upsert_self_concept(conn: Connection, agent_id: str, data: SelfConceptIn) -> tuple[int, int]:
+    now = utcnow()
+    current = conn.execute(
+        select(SelfConcept.__table__).where(SelfConcept.agent_id == agent_id, SelfConcept.kind == data.kind, SelfConcept.key == data.key)
+    ).one_or_none()
+    if current is None:
+        new_id = conn.execute(
+            insert(SelfConcept)
+            .values(agent_id=agent_id, kind=data.kind, key=data.key, content=data.content, version=1,
+                    created_at=now, updated_at=now)
+            .returning(SelfConcept.id)
+        ).scalar_one()
+        return int(new_id), 1
+    conn.execute(
+        insert(SelfConceptHistory).values(
+            self_concept_id=current.id, agent_id=agent_id, version=current.version, content=current.content, changed_at=now
+        )
+    )
+    version = current.version + 1
+    conn.execute(update(SelfConcept).where(SelfConcept.id == current.id).values(content=data.content, version=version, updated_at=now))
+    return current.id, version
+
+
+def read_self_concept(
+    conn: Connection, agent_id: str, *, kind: str | None = None, with_history: bool = False
+) -> list[SelfConceptRecord]:
+    query = select(SelfConcept.__table__).where(SelfConcept.agent_id == agent_id)
+    if kind is not None:
+        query = query.where(SelfConcept.kind == kind)
+    rows = conn.execute(query.order_by(SelfConcept.kind, SelfConcept.key)).all()
+    history: dict[int, list[tuple[int, str, object]]] = defaultdict(list)
+    if with_history and rows:
+        for h in conn.execute(
+            select(SelfConceptHistory.__table__)
+            .where(SelfConceptHistory.self_concept_id.in_([r.id for r in rows]))
+            .order_by(SelfConceptHistory.version)
+        ).all():
+            history[h.self_concept_id].append((h.version, h.content, h.changed_at))
+    return [
+        SelfConceptRecord(id=r.id, kind=r.kind, key=r.key, content=r.content, version=r.version,
+                          updated_at=r.updated_at, history=tuple(history[r.id]))  # type: ignore[arg-type]
+        for r in rows
+    ]
+
+
+def write_thread(conn: Connection, agent_id: str, data: ThreadIn, source: str = "agent") -> int:
+    """Open a new thread, or update one (by `thread_id`) of this agent."""
+    now = utcnow()
+    if data.thread_id is None:
+        new_id = conn.execute(
+            insert(Thread)
+            .values(agent_id=agent_id, title=data.title, content=data.content, status=data.status,
+                    priority=data.priority, source=source, created_at=now, updated_at=now)
+            .returning(Thread.id)
+        ).scalar_one()
+        return int(new_id)
+    result = conn.execute(
+        update(Thread)
+        .where(Thread.id == data.thread_id, Thread.agent_id == agent_id)
+        .values(title=data.title, content=data.content, status=data.status, priority=data.priority, updated_at=now)
+    )
+    if result.rowcount == 0:
+        raise NotFound(f"thread {data.thread_id} does not exist for this agent")
+    return data.thread_id
+
+
+def read_threads(
+    conn: Connection, agent_id: str, *, status: str | None = None, limit: int = 20
+) -> list[ThreadRecord]:
+    query = select(Thread.__table__).where(Thread.agent_id == agent_id)
+    if status is not None:
+        query = query.where(Thread.status == status)
+    rows = conn.execute(query.order_by(Thread.priority.desc(), Thread.updated_at.desc()).limit(limit)).all()
+    return [
+        ThreadRecord(id=r.id, title=r.title, content=r.content, status=r.status, priority=r.priority,
+                     source=r.source, created_at=r.created_at, updated_at=r.updated_at)
+        for r in rows
+    ]
+
+
+def write_snapshot(conn: Connection, agent_id: str, data: SnapshotIn) -> int:
+    new_id = conn.execute(
+        insert(Snapshot).values(agent_id=agent_id, content=data.content, mood=data.mood, created_at=utcnow()).returning(Snapshot.id)
+    ).scalar_one()
+    return int(new_id)
+
+
+def read_snapshots(conn: Connection, agent_id: str, limit: int = 1) -> list[SnapshotRecord]:
+    rows = conn.execute(
+        select(Snapshot.__table__).where(Snapshot.agent_id == agent_id).order_by(Snapshot.created_at.desc(), Snapshot.id.desc()).limit(limit)
+    ).all()
+    return [SnapshotRecord(id=r.id, content=r.content, mood=r.mood, created_at=r.created_at) for r in rows]

@@ -1,0 +1,1 @@
+"""Celery side of Tideline: the app, queues and routes, thin tasks, pipelines and the beat schedule."""

@@ -1,0 +1,42 @@
+"""Queues, task names and routes: the one place that says which work runs where.
+
+Publishers (the MCP server's dispatch module, the CLI) import only this module, never the tasks.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Queue(StrEnum):
+    # Short tasks, many workers, any order: embeddings, attention logging, imports, reconciling.
+    INGEST = "ingest"
+    # Long tasks, one at a time per worker (prefetch 1): clustering, refreshes, the nightly DREAM chain.
+    DREAM = "dream"
+
+
+class TaskName(StrEnum):
+    EMBED_PENDING = "tideline.ingest.embed_pending"
+    LOG_ATTENTION = "tideline.ingest.log_attention"
+    RECONCILE = "tideline.ingest.reconcile"
+    IMPORT_TURNS = "tideline.ingest.import_turns"
+    RECLUSTER = "tideline.dream.recluster"
+    REFRESH = "tideline.dream.refresh"
+    ENTITY_GRAPH = "tideline.dream.entity_graph"
+    SCAN = "tideline.dream.scan"
+    NIGHTLY = "tideline.dream.nightly"
+
+
+QUEUE_OF: dict[TaskName, Queue] = {
+    TaskName.EMBED_PENDING: Queue.INGEST,
+    TaskName.LOG_ATTENTION: Queue.INGEST,
+    TaskName.RECONCILE: Queue.INGEST,
+    TaskName.IMPORT_TURNS: Queue.INGEST,
+    TaskName.RECLUSTER: Queue.DREAM,
+    TaskName.REFRESH: Queue.DREAM,
+    TaskName.ENTITY_GRAPH: Queue.DREAM,
+    TaskName.SCAN: Queue.DREAM,
+    TaskName.NIGHTLY: Queue.DREAM,
+}
+
+ROUTES: dict[str, dict[str, str]] = {str(name): {"queue": str(queue)} for name, queue in QUEUE_OF.items()}
