@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -57,4 +58,6 @@ def alembic_config(engine: Engine) -> Config:
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (idempotent; safe to call at every start-up)."""
+    # Alembic narrates every step at INFO; on a stdio server or a CLI that is noise, not news.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     command.upgrade(alembic_config(engine), "head")

@@ -50,7 +50,8 @@ class Settings(BaseSettings):
 
     reconcile_grace_seconds: int = Field(default=120, ge=1, validation_alias=_env("RECONCILE_GRACE_SECONDS"))
     reconcile_interval_seconds: int = Field(default=60, ge=1, validation_alias=_env("RECONCILE_INTERVAL_SECONDS"))
-    visibility_timeout_seconds: int = Field(default=3600, ge=60, validation_alias=_env("VISIBILITY_TIMEOUT"))
+    # Task time limits are derived from this (half of it), so small values stay safe; tests use a few seconds.
+    visibility_timeout_seconds: int = Field(default=3600, ge=4, validation_alias=_env("VISIBILITY_TIMEOUT"))
     dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 

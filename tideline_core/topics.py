@@ -24,6 +24,8 @@ MIN_DF = 3
 MAX_SHARE = 0.2
 MAX_FLOOR = 4
 MERGE_THRESHOLD = 0.7
+# Longer "words" are identifiers, hashes or URLs, not topics (and keyword columns hold 128).
+MAX_KEYWORD_LEN = 40
 
 _PIECES = re.compile(
     r"(?P<han>[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)"
@@ -54,7 +56,7 @@ class TopicCluster:
 @lru_cache(maxsize=16384)
 def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
     """The distinct topic keywords of one text: kept-POS Chinese words of 2+ characters and
-    lower-cased English words of 3+ letters that are not stopwords.
+    lower-cased English words of 3 to 40 characters that are not stopwords.
 
     HMM is off by default: it lets jieba guess words missing from its dictionary, but makes
     extraction about twice as slow; without it such words fall apart into single characters,
@@ -72,7 +74,7 @@ def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
         if word.endswith("'s"):
             word = word[:-2]
         # A remaining apostrophe is a contraction (isn't, we'll): function words, not topics.
-        if len(word) >= 3 and "'" not in word and word not in ENGLISH_STOPWORDS:
+        if 3 <= len(word) <= MAX_KEYWORD_LEN and "'" not in word and word not in ENGLISH_STOPWORDS:
             found.add(word)
     return frozenset(found)
 
@@ -82,7 +84,9 @@ def keyword_sets(narratives: Iterable[tuple[int, str]], *, hmm: bool = False) ->
     return {narrative_id: keywords(text, hmm=hmm) for narrative_id, text in narratives}
 
 
-def df_bounds(n: int, *, min_df: int = MIN_DF, max_share: float = MAX_SHARE, max_floor: int = MAX_FLOOR) -> tuple[int, float]:
+def df_bounds(
+    n: int, *, min_df: int = MIN_DF, max_share: float = MAX_SHARE, max_floor: int = MAX_FLOOR
+) -> tuple[int, float]:
     """(lowest, highest) document frequency a keyword may have among `n` narratives to survive."""
     return min_df, max(float(max_floor), max_share * n)
 
@@ -154,15 +158,16 @@ def _merge(kept: Mapping[str, tuple[int, ...]], threshold: float) -> list[TopicC
         for narrative_id in kept[word]:
             rows.append(row)
             cols.append(column_of.setdefault(narrative_id, len(column_of)))
-    incidence = sparse.csr_matrix(
+    incidence = sparse.csr_array(
         (np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(words), len(column_of))
     )
     # Intersections of every pair of keywords that share a narrative, without a Python double loop.
+    # Memory grows with the number of co-occurring keyword pairs: one reason merging is off by default.
     shared = sparse.triu(incidence @ incidence.T, k=1).tocoo()
     sizes = np.asarray(incidence.sum(axis=1)).ravel()
     union = sizes[shared.row] + sizes[shared.col] - shared.data
     strong = shared.data / union >= threshold
-    graph = sparse.coo_matrix(
+    graph = sparse.coo_array(
         (np.ones(int(strong.sum()), dtype=np.int8), (shared.row[strong], shared.col[strong])),
         shape=(len(words), len(words)),
     )

@@ -1,0 +1,154 @@
+"""Composition root of the MCP server: lifespan resources, tools, auth, and the stdio / HTTP runners."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+from mcp.server import MCPServer
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
+from mcp_server.context import AppContext
+from mcp_server.dispatch import CeleryDispatcher, Dispatcher
+from mcp_server.tools import register_all
+from tideline_core import text
+from tideline_core.embedders import Embedder, build_embedder
+from tideline_core.errors import ConfigurationError
+from tideline_core.search.service import SearchService
+from tideline_core.search.vectors import VectorIndex
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+Tideline is your long-term memory. Everything you store stays; search brings it back.
+- memory_write: keep a moment worth remembering (gesture = what happened, in one sentence).
+- context_record: keep a raw conversation turn verbatim.
+- memory_search / context_search: find things by words or meaning (Chinese and English).
+- memory_recall, context_timeline: look back in order.
+- profiles, self-concept, threads and snapshots: who others are, who you are, what is open, where you are.
+- memory_status: what is stored and whether background processing keeps up.
+"""
+
+
+def create_server(
+    settings: Settings,
+    *,
+    dispatcher: Dispatcher | None = None,
+    embedder: Embedder | None = None,
+    agent_resolver: AgentResolver | None = None,
+    http_tokens: Mapping[str, str] | None = None,
+) -> MCPServer[AppContext]:
+    """A server with every tool; resources open in its lifespan (once per process, or per in-process client).
+
+    With `http_tokens` ({token: agent}) HTTP requests need a bearer token and act as its agent;
+    otherwise every request acts as `settings.agent` (the local user on stdio). `dispatcher` and
+    `embedder` default to the ones the settings describe; a passed-in dispatcher is not closed here.
+    """
+    tokens = dict(http_tokens or {})
+    resolve_agent = agent_resolver or (token_agent if tokens else fixed_agent(settings.agent))
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        async with AsyncExitStack() as stack:
+            # Migrations, jieba's dictionary and model set-up are slow sync work: keep them off the loop.
+            db = await anyio.to_thread.run_sync(Database.open, settings.resolved_database_url)
+            stack.callback(db.close)
+            await anyio.to_thread.run_sync(text.initialize)
+            active_embedder = embedder
+            if active_embedder is None:
+                active_embedder = await anyio.to_thread.run_sync(build_embedder, settings)
+            active_dispatcher = dispatcher if dispatcher is not None else _celery_dispatcher(settings, stack)
+            index = VectorIndex(db, active_embedder.model)
+            search = SearchService(db, active_embedder, index, query_timeout=settings.query_embedding_timeout)
+            log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), active_embedder.model)
+            yield AppContext(settings=settings, db=db, search=search, embedder=active_embedder,
+                             dispatcher=active_dispatcher, resolve_agent=resolve_agent)
+
+    server: MCPServer[AppContext] = MCPServer(
+        "tideline",
+        title="Tideline memory",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        token_verifier=StaticTokenVerifier(tokens) if tokens else None,
+        auth=auth_settings(settings.http_host, settings.http_port) if tokens else None,
+        log_level=_sdk_level(settings.log_level),
+    )
+    register_all(server)
+    server.custom_route("/healthz", methods=["GET"])(_healthz)
+    return server
+
+
+def _celery_dispatcher(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
+    # Built only when none is passed in, and closed with the lifespan that built it.
+    dispatcher = CeleryDispatcher(settings)
+    stack.callback(dispatcher.close)
+    return dispatcher
+
+
+async def _healthz(_: Request) -> Response:
+    """Unauthenticated liveness probe (says nothing about any agent's data)."""
+    return JSONResponse({"status": "ok", "service": "tideline"})
+
+
+def _redacted(settings: Settings) -> str:
+    url = settings.resolved_database_url
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}…@{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _sdk_level(level: str) -> LogLevel:
+    return next((known for known in LOG_LEVELS if known == level.upper()), "INFO")
+
+
+def http_tokens(settings: Settings) -> dict[str, str]:
+    """The token map for HTTP; refusing an unauthenticated server bound beyond loopback."""
+    tokens = settings.http_token_map()
+    if not tokens and settings.http_host not in LOOPBACK_HOSTS:
+        raise ConfigurationError(
+            f"refusing to serve HTTP on {settings.http_host} without bearer tokens: set TIDELINE_HTTP_TOKENS="
+            "TOKEN:AGENT[,TOKEN2:AGENT2] or bind TIDELINE_HTTP_HOST to 127.0.0.1"
+        )
+    return tokens
+
+
+def http_app(
+    settings: Settings, *, dispatcher: Dispatcher | None = None, embedder: Embedder | None = None
+) -> Starlette:
+    """The streamable HTTP app (MCP at /mcp, GET /healthz) with the token rules applied."""
+    server = create_server(settings, dispatcher=dispatcher, embedder=embedder, http_tokens=http_tokens(settings))
+    return server.streamable_http_app(host=settings.http_host)
+
+
+def _log_to_stderr(level: str) -> None:
+    # stdout carries the stdio protocol: every log line, ours and the libraries', goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=_sdk_level(level),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def run(settings: Settings, transport: Literal["stdio", "http"] = "stdio") -> None:
+    """Serve until stopped: stdio for one local agent runtime, or streamable HTTP at http_host:http_port/mcp."""
+    _log_to_stderr(settings.log_level)
+    if transport == "stdio":
+        create_server(settings).run("stdio")
+        return
+    import uvicorn
+
+    app = http_app(settings)
+    log.info("serving MCP on http://%s:%d/mcp", settings.http_host, settings.http_port)
+    # log_config=None keeps uvicorn on our stderr logging (its default sends access logs to stdout).
+    uvicorn.run(app, host=settings.http_host, port=settings.http_port, log_config=None,
+                log_level=settings.log_level.lower())

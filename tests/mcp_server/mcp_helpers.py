@@ -1,0 +1,59 @@
+"""Calling tools the way an agent runtime does, and checking the database behind the server's back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import Client
+
+from tideline_core.settings import Settings
+
+
+@dataclass
+class RecordingDispatcher:
+    """A broker stand-in that remembers what the server asked it to enqueue (for tests of the read/write path)."""
+
+    embeds: list[str] = field(default_factory=list)
+    attention: list[tuple[str, list[tuple[int, float]], str]] = field(default_factory=list)
+
+    def enqueue_embed(self, agent_id: str) -> bool:
+        self.embeds.append(agent_id)
+        return True
+
+    def enqueue_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+        self.attention.append((agent_id, list(hits), source))
+        return True
+
+    def enqueue_trigger(self, agent_id: str, job: str) -> str | None:
+        return None
+
+    def queue_depths(self) -> dict[str, int] | None:
+        return {"ingest": 0, "dream": 0}
+
+    def workers(self) -> dict[str, list[str]] | None:
+        return {}
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured result."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail; the error text the calling model reads."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def row_count(settings: Settings, table: str) -> int:
+    """Rows in a table, read straight from the SQLite file (not through the server under test)."""
+    path = settings.resolved_database_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

@@ -1,0 +1,142 @@
+"""Bad input gets one clear error naming the field and the rule, and nothing is stored; queries are only text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp_helpers import RecordingDispatcher, call, refused, row_count
+
+from mcp_server.app import create_server
+from tideline_core.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+GOOD = {"gesture": "a good memory"}
+
+BAD_WRITES: list[tuple[str, dict[str, Any], str, str]] = [
+    # (case, arguments, the field the error must name, words of the rule it must state)
+    ("score above 5", {**GOOD, "importance": 6}, "importance", "less than or equal to 5"),
+    ("score below 1", {**GOOD, "emotional": 0}, "emotional", "greater than or equal to 1"),
+    ("score as a word", {**GOOD, "unresolved": "high"}, "unresolved", "valid integer"),
+    ("score as a fraction", {**GOOD, "importance": 2.5}, "importance", "valid integer"),
+    ("empty gesture", {"gesture": ""}, "gesture", "at least 1 character"),
+    ("blank gesture", {"gesture": "   "}, "gesture", "at least 1 character"),
+    ("unknown narrative type", {**GOOD, "narrative_type": "dreamy"}, "narrative_type", "'event'"),
+    ("over-size gesture", {"gesture": "長" * 2001}, "gesture", "at most 2000 characters"),
+    ("over-size context", {**GOOD, "context": "x" * 20_001}, "context", "at most 20000 characters"),
+    ("too many tags", {**GOOD, "tags": [f"t{i}" for i in range(33)]}, "tags", "at most 32 items"),
+    ("malformed date", {**GOOD, "occurred_at": "last tuesday"}, "occurred_at", "ISO-8601"),
+    ("impossible date", {**GOOD, "occurred_at": "2026-02-30"}, "occurred_at", "ISO-8601"),
+    ("tags as a comma string", {**GOOD, "tags": "a,b"}, "tags", "valid list"),
+    ("tags as a number", {**GOOD, "tags": 7}, "tags", "valid list"),
+    ("a tag that is not text", {**GOOD, "tags": ["ok", 3]}, "tags.1", "valid string"),
+    ("source link to a turn that does not exist", {**GOOD, "source_links": [12345]}, "source_links", "do not exist"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "field", "rule"), [case[1:] for case in BAD_WRITES],
+                         ids=[case[0] for case in BAD_WRITES])
+async def test_a_bad_memory_write_names_the_field_and_the_rule_and_stores_nothing(
+    local_settings: Settings, dispatcher: RecordingDispatcher, arguments: dict[str, Any], field: str, rule: str
+) -> None:
+    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        error = await refused(client, "memory_write", **arguments)
+    assert f"{field}:" in error and rule in error, error
+    assert "validation error for" not in error  # our message, not a pydantic dump
+    assert row_count(local_settings, "narratives") == 0 and row_count(local_settings, "narrative_tags") == 0
+    assert dispatcher.embeds == []
+
+
+BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
+    # (case, tool, arguments, field, rule, the table that must stay empty)
+    ("unknown role", "context_record", {"role": "narrator", "content": "hi"}, "role", "'user'", "context_turns"),
+    ("empty turn", "context_record", {"role": "user", "content": ""}, "content", "at least 1 character",
+     "context_turns"),
+    ("over-size turn", "context_record", {"role": "user", "content": "x" * 100_001}, "content", "at most 100000",
+     "context_turns"),
+    ("metadata not an object", "context_record", {"role": "user", "content": "hi", "metadata": ["a"]}, "metadata",
+     "valid dictionary", "context_turns"),
+    ("over-size metadata", "context_record", {"role": "user", "content": "hi", "metadata": {"k": "v" * 17_000}},
+     "metadata", "at most 16384 bytes", "context_turns"),
+    ("malformed turn time", "context_record", {"role": "user", "content": "hi", "created_at": "noon"}, "created_at",
+     "ISO-8601", "context_turns"),
+    ("unknown profile kind", "memory_write_profile", {"entity": "Bob", "kind": "gossip", "content": "x"}, "kind",
+     "'fact'", "profiles"),
+    ("pinned as a word", "memory_write_profile", {"entity": "Bob", "kind": "fact", "content": "x", "pinned": "yes"},
+     "pinned", "valid boolean", "profiles"),
+    ("unknown self-concept kind", "memory_write_self_concept", {"kind": "mood", "content": "x"}, "kind", "'terrain'",
+     "self_concept"),
+    ("thread priority above 5", "memory_write_thread", {"title": "t", "priority": 9}, "priority",
+     "less than or equal to 5", "threads"),
+    ("unknown thread status", "memory_write_thread", {"title": "t", "status": "paused"}, "status", "'open'", "threads"),
+    ("empty snapshot", "memory_write_snapshot", {"content": ""}, "content", "at least 1 character", "snapshots"),
+    ("amendment to id 0", "memory_amend", {"narrative_id": 0, "note": "x"}, "narrative_id",
+     "greater than or equal to 1", "amendments"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field", "rule", "table"), [case[1:] for case in BAD_OTHERS],
+                         ids=[case[0] for case in BAD_OTHERS])
+async def test_every_other_write_refuses_bad_input_the_same_way(
+    local_settings: Settings, dispatcher: RecordingDispatcher, tool: str, arguments: dict[str, Any], field: str,
+    rule: str, table: str,
+) -> None:
+    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        error = await refused(client, tool, **arguments)
+    assert f"{field}:" in error and rule in error, error
+    assert row_count(local_settings, table) == 0
+
+
+BAD_READS: list[tuple[str, str, dict[str, Any], str, str]] = [
+    ("empty query", "memory_search", {"query": ""}, "query", "at least 1 character"),
+    ("unknown search mode", "memory_search", {"query": "x", "mode": "fuzzy"}, "mode", "'hybrid'"),
+    ("unknown search kinds", "memory_search", {"query": "x", "kinds": "emails"}, "kinds", "'narratives'"),
+    ("search limit too large", "memory_search", {"query": "x", "limit": 1000}, "limit", "less than or equal to 100"),
+    ("malformed since", "memory_search", {"query": "x", "since": "2026-13-01"}, "since", "ISO-8601"),
+    ("recall order unknown", "memory_recall", {"order": "random"}, "order", "'recent'"),
+    ("recall tags not a list", "memory_recall", {"tags": "work"}, "tags", "valid list"),
+    ("timeline limit zero", "context_timeline", {"limit": 0}, "limit", "greater than or equal to 1"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field", "rule"), [case[1:] for case in BAD_READS],
+                         ids=[case[0] for case in BAD_READS])
+async def test_reads_refuse_bad_arguments_with_the_field_named(
+    local_settings: Settings, dispatcher: RecordingDispatcher, tool: str, arguments: dict[str, Any], field: str,
+    rule: str,
+) -> None:
+    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        error = await refused(client, tool, **arguments)
+    assert f"{field}:" in error and rule in error, error
+
+
+FTS_TEXT = [
+    ('say "hello" twice', '"hello"'),
+    ("wild*card", "wild*"),
+    ("cats AND dogs", "AND"),
+    ("NEAR(a b)", "NEAR("),
+    ("100% sure", "100%"),
+    ("snake_case_name", "snake_case_name"),
+    ("a_b%c", "_b%"),
+    ("OR", "OR"),
+    ("-minus ^caret", "^caret"),
+]
+
+
+async def test_fts_syntax_in_a_query_is_searched_as_plain_text(
+    local_settings: Settings, dispatcher: RecordingDispatcher
+) -> None:
+    texts = [text for text, _ in FTS_TEXT]
+    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        ids = {text: (await call(client, "memory_write", gesture=text))["id"] for text in texts}
+        await call(client, "memory_write", gesture="nothing special here")
+        for text, query in FTS_TEXT:
+            found = await call(client, "memory_search", query=query, mode="keyword")
+            assert ids[text] in [hit["id"] for hit in found["hits"]], (query, found)
+        for query in ('"', "*", "NEAR(", "%", "_", "AND OR NOT", '"unbalanced'):
+            await call(client, "memory_search", query=query)  # no error, whatever comes back
+        # `%` and `_` stay literal: a query of only "_" does not match every row through LIKE.
+        underscore = await call(client, "memory_search", query="_", mode="keyword")
+    assert {hit["id"] for hit in underscore["hits"]} <= {ids["snake_case_name"], ids["a_b%c"]}

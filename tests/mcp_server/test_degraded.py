@@ -1,0 +1,54 @@
+"""When the query embedder is unreachable, search still answers, by keyword, and says so."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from mcp import Client
+from mcp_helpers import RecordingDispatcher, call
+
+from mcp_server.app import create_server
+from tideline_core.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, read, released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_down(
+    local_settings: Settings, dispatcher: RecordingDispatcher, mode: str
+) -> None:
+    settings = local_settings.model_copy(update={
+        "embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/v1/embeddings",
+        "query_embedding_timeout": 1.0,
+    })
+    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        written = await call(client, "memory_write", gesture="我们在公园里讨论了新的服务")
+        started = time.monotonic()
+        found = await call(client, "memory_search", query="公园", mode=mode)
+        elapsed = time.monotonic() - started
+        turns = await call(client, "context_search", query="公园", mode=mode)
+    assert found["mode"] == "keyword" and "keyword-only" in found["degraded"]
+    assert [hit["id"] for hit in found["hits"]] == [written["id"]]
+    assert turns["degraded"] is not None and turns["hits"] == []
+    assert elapsed < settings.query_embedding_timeout + 1.0
+
+
+async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
+    local_settings: Settings, dispatcher: RecordingDispatcher
+) -> None:
+    settings = local_settings.model_copy(update={
+        "embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch",
+    })
+    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        await call(client, "memory_write", gesture="a quiet morning")
+        found = await call(client, "memory_search", query="morning", mode="keyword")
+    assert found["degraded"] is None and found["mode"] == "keyword" and len(found["hits"]) == 1

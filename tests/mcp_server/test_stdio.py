@@ -1,0 +1,68 @@
+"""End to end: `tideline serve` as a subprocess on stdio, driven the way an agent runtime drives it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_helpers import call
+
+from tideline_core.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+def tideline_command() -> tuple[str, list[str]]:
+    """The installed `tideline` script next to this interpreter, else the module form."""
+    script = Path(sys.executable).with_name("tideline")
+    if script.exists():
+        return str(script), []
+    found = shutil.which("tideline")
+    return (found, []) if found else (sys.executable, ["-m", "tideline_cli"])
+
+
+def server_env(settings: Settings) -> dict[str, str]:
+    # Only what a runtime's MCP config would set; the parent's TIDELINE_* variables are not inherited.
+    return {
+        "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": str(settings.redis_url),
+        "TIDELINE_AGENT": "alice", "TIDELINE_EMBEDDER": "none", "TIDELINE_LOG_LEVEL": "WARNING",
+    }
+
+
+async def test_an_agent_runtime_lists_tools_writes_and_searches_over_stdio(settings: Settings) -> None:
+    command, prefix = tideline_command()
+    params = StdioServerParameters(command=command, args=[*prefix, "serve"], env=server_env(settings))
+    async with Client(params, mode="legacy", raise_exceptions=True, read_timeout_seconds=30) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        turn = await call(client, "context_record", role="user", content="记得帮我预约周五的牙医", session_id="cli")
+        written = await call(client, "memory_write", gesture="答应了周五陪她去看牙医", tags=["约定"],
+                             source_links=[turn["id"]], importance=4)
+        found = await call(client, "memory_search", query="牙医")
+        status = await call(client, "memory_status")
+    assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 16
+    assert written["queued"] is True and written["embedding"] == "pending"
+    assert {(hit["kind"], hit["id"]) for hit in found["hits"]} == {("narrative", written["id"]),
+                                                                   ("context", turn["id"])}
+    assert found["degraded"] is not None  # TIDELINE_EMBEDDER=none: keyword-only, and the result says so
+    assert status["agent"] == "alice" and status["counts"]["narratives"] == 1
+
+
+def test_stdout_carries_nothing_but_protocol_messages(settings: Settings) -> None:
+    command, prefix = tideline_command()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
+    # Closing stdin after one request ends the server; every stdout line must then be one JSON-RPC message.
+    done = subprocess.run(
+        [command, *prefix, "serve"], input=json.dumps(request) + "\n", capture_output=True, text=True, timeout=60,
+        env={"PATH": str(Path(sys.executable).parent), **server_env(settings)},
+    )
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert lines, done.stderr
+    messages = [json.loads(line) for line in lines]
+    assert messages[0]["id"] == 1 and messages[0]["result"]["serverInfo"]["name"] == "tideline"
+    assert all(message.get("jsonrpc") == "2.0" for message in messages)

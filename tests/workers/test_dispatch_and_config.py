@@ -1,0 +1,59 @@
+"""The dispatcher never hangs or raises on a dead broker; the app's limits keep Redis from redelivering live tasks."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_server.dispatch import CeleryDispatcher
+from tideline_core.settings import Settings
+from workers.app import broker_transport_options, create_app, time_limits
+from workers.queues import ROUTES, TaskName
+from workers.schedule import beat_schedule
+
+
+def test_a_dead_broker_costs_one_fast_failure_then_the_circuit_stays_open(make_settings: Any, tmp_path: Path) -> None:
+    dispatcher = CeleryDispatcher(make_settings(redis_url=f"redis+socket://{tmp_path}/gone.sock"))
+    started = time.monotonic()
+    assert dispatcher.enqueue_embed("alice") is False
+    assert dispatcher.enqueue_attention("alice", [(1, 0.9)], "t1") is False
+    assert dispatcher.enqueue_trigger("alice", "recluster") is None
+    assert dispatcher.queue_depths() is None and dispatcher.workers() is None
+    assert time.monotonic() - started < 0.5
+    dispatcher.close()
+
+
+def test_the_dispatcher_sees_queued_work_and_the_live_worker(
+    settings: Settings, celery_worker: Any, celery_dispatcher: CeleryDispatcher
+) -> None:
+    assert celery_dispatcher.queue_depths() == {"ingest": 0, "dream": 0}
+    workers = celery_dispatcher.workers()
+    assert workers is not None and list(workers.values()) == [["dream", "ingest"]]
+
+
+def test_a_trigger_for_a_dream_job_lands_on_the_dream_queue(celery_dispatcher: CeleryDispatcher) -> None:
+    assert celery_dispatcher.enqueue_trigger("alice", "recluster") is not None
+    assert celery_dispatcher.queue_depths() == {"ingest": 0, "dream": 1}
+
+
+def test_every_time_limit_is_well_below_the_visibility_timeout_and_killed_tasks_come_back_soon() -> None:
+    for visibility in (8, 60, 3600):
+        settings = Settings(visibility_timeout_seconds=visibility)
+        hard, soft = time_limits(settings)
+        assert soft < hard <= visibility / 2
+        app = create_app(settings)
+        assert app.conf.task_time_limit == hard
+        assert all(a["time_limit"] <= hard for a in app.conf.task_annotations.values())
+        options = broker_transport_options(settings)
+        assert options["visibility_timeout"] == visibility
+        assert options["unacked_restore_interval"] * options["unacked_restore_throttle"] <= max(1, visibility / 6)
+        assert app.conf.task_routes == ROUTES and app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
+        app.close()
+
+
+def test_every_beat_entry_expires_and_reconcile_runs_on_its_interval() -> None:
+    schedule = beat_schedule(Settings(reconcile_interval_seconds=45))
+    assert all("expires" in entry["options"] for entry in schedule.values())
+    (entry,) = [e for e in schedule.values() if e["task"] == TaskName.RECONCILE]
+    assert entry["schedule"] == 45

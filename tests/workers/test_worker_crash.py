@@ -1,0 +1,135 @@
+"""A worker killed mid-batch loses nothing: Redis hands its task to the next worker, which finishes the job."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from tideline_core.inputs import NarrativeIn
+from tideline_core.schema import Embedding, Narrative
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+from workers.queues import TaskName
+
+DELAY = 0.4  # seconds per embedding request: slow enough to kill a worker in the middle of a batch
+
+
+class SlowEmbeddings(ThreadingHTTPServer):
+    """A bge-m3 style /embed_batch service on loopback that answers slowly and counts its requests."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests = 0
+        self.second_request = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/embed_batch"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: SlowEmbeddings
+
+    def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
+        self.server.requests += 1
+        if self.server.requests >= 2:
+            self.server.second_request.set()
+        threading.Event().wait(DELAY)
+        vectors = [[b / 255 for b in hashlib.sha256(t.encode()).digest()[:16]] for t in texts]
+        body = json.dumps({"embeddings": vectors}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@pytest.fixture
+def embeddings() -> Iterator[SlowEmbeddings]:
+    server = SlowEmbeddings()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def start_worker(settings: Settings, embedding_url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": settings.resolved_redis_url,
+        "TIDELINE_EMBEDDER": "http", "TIDELINE_EMBEDDING_URL": embedding_url, "TIDELINE_EMBED_BATCH_SIZE": "2",
+        "TIDELINE_VISIBILITY_TIMEOUT": "8", "TIDELINE_RECONCILE_GRACE_SECONDS": "3600", "TIDELINE_LOG_LEVEL": "INFO",
+    }
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tideline_cli", "worker", "ingest", "--concurrency", "1"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
+    settings: Settings, database: Database, embeddings: SlowEmbeddings, celery_dispatcher: Any,
+    tmp_path: Path, wait_until: Any,
+) -> None:
+    with database.write() as conn:
+        ids = [insert_narrative(conn, "alice", NarrativeIn(gesture=f"memory number {i}")).id for i in range(10)]
+    log = tmp_path / "workers.log"
+    first = start_worker(settings, embeddings.url, log)
+    try:
+        assert celery_dispatcher.enqueue_embed("alice")
+        assert embeddings.second_request.wait(timeout=30), "the first worker never started embedding"
+        os.killpg(first.pid, signal.SIGKILL)  # the whole worker, pool children included, mid-batch
+        first.wait(timeout=5)
+    finally:
+        stop(first)
+
+    def states() -> dict[str, int]:
+        with database.read() as conn:
+            rows = conn.execute(select(Narrative.embedding_state, func.count()).group_by(Narrative.embedding_state))
+            return {state: int(n) for state, n in rows}
+
+    assert states().get("pending", 0) > 0, "the kill came too late to test anything"
+    second = start_worker(settings, embeddings.url, log)
+    try:
+        # No reconcile and no new enqueue: the unacked task itself comes back after the visibility timeout.
+        wait_until(lambda: states() == {"done": 10}, timeout=45,
+                   message=f"all rows embedded by the second worker (log: {log})")
+    finally:
+        stop(second)
+    with database.read() as conn:
+        per_row = dict(conn.execute(
+            select(Embedding.row_id, func.count()).where(Embedding.kind == "narrative").group_by(Embedding.row_id)
+        ).all())
+    assert per_row == {i: 1 for i in ids}
+    assert str(TaskName.EMBED_PENDING) in log.read_text()

@@ -1,0 +1,1 @@
+"""The `tideline` command line: up, serve, worker, beat, flower, status, search, write."""

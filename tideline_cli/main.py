@@ -1,0 +1,157 @@
+"""The `tideline` command: the CLI composition root (the only place here that reads settings)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from tideline_core.errors import InvalidInput, TidelineError
+from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
+from tideline_core.settings import Settings
+
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+Tideline: long-term memory for AI agents.
+
+Settings come from TIDELINE_* environment variables (and the original MEMORY_MCP_DB,
+AGENT_NAME, EMBEDDING_API_URL ... names); see deploy/env.example for every one."""
+
+
+def _add_agent(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT / AGENT_NAME, else 'default')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tideline", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser(
+        "up", help="start the whole stack (Redis, MCP server, workers, beat, Flower); Ctrl-C stops it",
+        description="Run migrations, start an embedded Redis (unless TIDELINE_REDIS_URL is set), then the "
+        "MCP server on streamable HTTP, an ingest worker, a dream worker, Celery beat and Flower as child "
+        "processes. Prints where each one is. Ctrl-C or SIGTERM stops them all; if one dies, all stop.",
+    )
+
+    serve = sub.add_parser(
+        "serve", help="run the MCP server (stdio by default, --http for streamable HTTP)",
+        description="Run the MCP server. stdio serves the local user; --http serves streamable HTTP "
+        "(bearer tokens from TIDELINE_HTTP_TOKENS are required off loopback).",
+    )
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--host", help="HTTP bind address (default: TIDELINE_HTTP_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default: TIDELINE_HTTP_PORT, 8765)")
+
+    worker = sub.add_parser(
+        "worker", help="run a Celery worker for the ingest or dream queue",
+        description="Run a Celery worker. 'ingest' takes short tasks (embedding, attention, imports, "
+        "reconcile); 'dream' takes long ones (clustering, nightly DREAM), one at a time by default.",
+    )
+    worker.add_argument("queue", choices=["ingest", "dream"], help="which queue to consume")
+    worker.add_argument("--concurrency", type=int, help="worker processes (default: CPUs for ingest, 1 for dream)")
+    worker.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork", help="execution pool")
+    worker.add_argument("--loglevel", help="log level (default: TIDELINE_LOG_LEVEL, INFO)")
+    worker.add_argument("--hostname", help="node name (default: QUEUE@HOST)")
+
+    beat = sub.add_parser(
+        "beat", help="run Celery beat (the periodic schedule: reconcile pending embeddings, ...)",
+        description="Run Celery beat; its schedule state file lives in TIDELINE_HOME.",
+    )
+    beat.add_argument("--loglevel", help="log level (default: TIDELINE_LOG_LEVEL, INFO)")
+
+    flower = sub.add_parser(
+        "flower", help="run Flower, the pipeline dashboard (127.0.0.1, basic auth if configured)",
+        description="Run Flower bound to 127.0.0.1; TIDELINE_FLOWER_BASIC_AUTH=user:password turns on basic auth.",
+    )
+    flower.add_argument("--port", type=int, help="port (default: TIDELINE_FLOWER_PORT, 5555)")
+    flower.add_argument("--address", default="127.0.0.1",
+                        help="bind address (default 127.0.0.1; 0.0.0.0 only inside a container, with basic auth)")
+
+    status = sub.add_parser(
+        "status", help="counts, pending embeddings, queue depths, live workers, last task errors",
+        description="Show what the agent's memory holds and whether the pipeline is healthy.",
+    )
+    _add_agent(status)
+    status.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    search = sub.add_parser(
+        "search", help="search memories and raw context (hybrid, keyword or dense)",
+        description="Search the agent's narratives and context turns directly in the database.",
+    )
+    search.add_argument("query", help="what to look for (any text; search syntax is treated as text)")
+    _add_agent(search)
+    search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid", help="ranking (default: hybrid)")
+    search.add_argument("--kinds", choices=SEARCH_KINDS, default="all", help="what to search (default: all)")
+    search.add_argument("--limit", type=int, default=10, help="how many hits (1-100, default 10)")
+    search.add_argument("--since", help="only from this ISO date/time on")
+    search.add_argument("--until", help="only up to this ISO date/time")
+    search.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    write = sub.add_parser(
+        "write", help="write a narrative memory or a raw context turn (for scripts)",
+        description="Write a narrative (--gesture ...) or a context turn (--turn --role ... --content ...), "
+        "or many from --json FILE|- (a JSON object, a JSON array, or JSON lines). Everything is validated "
+        "first; on any error nothing is stored and the exit code is 2. Prints JSON: id, weight, recurrence.",
+    )
+    _add_agent(write)
+    write.add_argument("--json", dest="json_file", metavar="FILE", help="read records from FILE ('-' for stdin)")
+    write.add_argument("--turn", action="store_true", help="write context turns instead of narratives")
+    narrative = write.add_argument_group("narrative fields")
+    narrative.add_argument("--gesture", help="what happened, one sentence with its tone (required)")
+    narrative.add_argument("--context", help="background")
+    narrative.add_argument("--moment", help="the moment itself")
+    narrative.add_argument("--cognition-direction", help="where thinking went")
+    for score in ("importance", "emotional", "unresolved"):
+        narrative.add_argument(f"--{score}", type=int, help=f"{score} score 1-5 (default 3)")
+    narrative.add_argument("--tags", help="comma-separated tags")
+    narrative.add_argument("--entities-role", help="who did what, e.g. 'A=judge+execute; B=review'")
+    narrative.add_argument("--related-entities", help="comma-separated entity names")
+    narrative.add_argument("--source-links", help="comma-separated context turn ids")
+    narrative.add_argument("--type", dest="narrative_type", help="event, reflection, insight, decision, dream, other")
+    narrative.add_argument("--occurred-at", help="ISO date/time (default: now)")
+    turn = write.add_argument_group("context turn fields (with --turn)")
+    turn.add_argument("--role", help="user, assistant, system or tool")
+    turn.add_argument("--content", help="the full text of the turn")
+    turn.add_argument("--session", dest="session_id", help="session id")
+    turn.add_argument("--speaker", help="who spoke (default: the role)")
+    turn.add_argument("--metadata", help="a JSON object")
+    turn.add_argument("--created-at", help="ISO date/time (default: now)")
+    return parser
+
+
+def fail(message: str) -> int:
+    print(f"tideline: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        return fail(f"invalid settings: {exc}")
+    from tideline_cli import commands
+
+    if args.command in ("status", "search", "write"):
+        # One-shot commands report broker trouble in their own output; keep library warnings quiet.
+        logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
+
+    handler = getattr(commands, f"cmd_{args.command}")
+    try:
+        return int(handler(settings, args) or 0)
+    except InvalidInput as exc:
+        return fail(str(exc))
+    except TidelineError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

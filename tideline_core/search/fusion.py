@@ -1,0 +1,145 @@
+"""Score fusion for hybrid search: per-signal candidate scores in, one ranked list out.
+
+Pure: plain mappings in, plain tuples out, no database, no randomness. The properties the tests
+pin down:
+
+- **order-insensitive**: only the *set* of (doc, score) pairs of each signal matters, never the
+  order in which candidates or signals are given;
+- **monotone**: raising one document's score in one signal never lowers its fused rank (the
+  normalizations offered here are all monotone in that sense, see ``_normalize``);
+- **deterministic ties**: equal fused scores are ordered by doc id (``sort_key`` of the id).
+
+Methods:
+
+- ``"minmax"`` (default): each signal mapped to [0, 1] by (s - min) / (max - min) over its own
+  candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum. A document missing from a signal gets 0
+  from it. This is score-level (convex-combination) fusion: unlike RRF it keeps *how much* a
+  document leads, so a confident keyword hit is not drowned by a dense list of near-equal
+  cosines.
+- ``"rrf"``: weighted reciprocal-rank fusion, weight / (rrf_k + rank), rank 1-based, tied scores
+  share the best rank.
+
+Each hit carries its per-signal contributions (what was added to its fused score), for
+``--explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+METHODS = ("minmax", "rrf")
+
+
+@dataclass(frozen=True)
+class FusedHit:
+    doc_id: Hashable
+    score: float
+    contributions: dict[str, float] = field(default_factory=dict)
+
+    def __iter__(self):  # (doc_id, score, contributions) unpacking
+        return iter((self.doc_id, self.score, self.contributions))
+
+
+def sort_key(doc_id: Hashable) -> tuple[int, Any]:
+    """A total order over ids of mixed types: numbers before strings, each in natural order."""
+    if isinstance(doc_id, bool):
+        return (2, str(doc_id))
+    if isinstance(doc_id, (int, float)):
+        return (0, doc_id)
+    if isinstance(doc_id, tuple):
+        return (1, tuple(sort_key(x) for x in doc_id))
+    return (2, str(doc_id))
+
+
+def _normalize(
+    scores: Mapping[Hashable, float], method: str, rrf_k: float, floor: float | None = None
+) -> dict[Hashable, float]:
+    """One signal's raw scores → contributions before weighting; monotone in each raw score."""
+    if not scores:
+        return {}
+    if method == "minmax":
+        lo = min(scores.values())
+        if floor is not None:
+            lo = min(lo, floor)
+        hi = max(scores.values())
+        span = hi - lo
+        if span <= 0.0:
+            return {d: 1.0 for d in scores}
+        return {d: (s - lo) / span for d, s in scores.items()}
+    if method == "rrf":
+        # competition ranking: tied scores share the best rank, so ties never depend on input order
+        ordered = sorted(scores.values(), reverse=True)
+        first_rank: dict[float, int] = {}
+        for i, s in enumerate(ordered):
+            first_rank.setdefault(s, i + 1)
+        return {d: 1.0 / (rrf_k + first_rank[s]) for d, s in scores.items()}
+    raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
+
+
+def fuse(
+    signals: Mapping[str, Mapping[Hashable, float]],
+    *,
+    weights: Mapping[str, float] | None = None,
+    method: str = "minmax",
+    rrf_k: float = 60.0,
+    floors: Mapping[str, float] | None = None,
+    top_k: int | None = None,
+) -> list[FusedHit]:
+    """Fuse per-signal candidate scores into one ranking, best first.
+
+    ``signals``: signal name → {doc_id: raw score} (higher is better). ``weights``: signal name →
+    non-negative weight (missing signals weigh 1.0). Signals with weight 0 still appear in the
+    contributions (as 0.0) so an explanation shows every signal that was consulted.
+    ``floors``: signal name → a known lowest possible score (BM25: 0.0) used as the minimum of
+    min-max scaling, so a signal whose candidates all score alike still tells strong from weak;
+    without one, the lowest candidate score is the minimum.
+    """
+    floors = floors or {}
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
+    weights = weights or {}
+    for name, w in weights.items():
+        if w < 0 or w != w:
+            raise ValueError(f"fusion weight for {name!r} must be a non-negative number, got {w!r}")
+    fused: dict[Hashable, float] = {}
+    parts: dict[Hashable, dict[str, float]] = {}
+    for name in sorted(signals):
+        w = float(weights.get(name, 1.0))
+        normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
+        for doc_id, value in normalized.items():
+            contribution = w * value
+            fused[doc_id] = fused.get(doc_id, 0.0) + contribution
+            parts.setdefault(doc_id, {})[name] = contribution
+    ranked = sorted(fused, key=lambda d: (-fused[d], sort_key(d)))
+    if top_k is not None:
+        ranked = ranked[: max(top_k, 0)]
+    return [FusedHit(d, fused[d], parts[d]) for d in ranked]
+
+
+def spread_to_neighbours(
+    scores: Mapping[Hashable, float],
+    neighbours: Mapping[Hashable, tuple[Hashable, ...] | list[Hashable]],
+    *,
+    gamma: float = 0.2,
+) -> dict[Hashable, float]:
+    """Let a strong hit lift the turns beside it: s'(d) = s(d) + gamma * max(s(n) for n beside d).
+
+    ``neighbours`` maps a doc to the docs adjacent to it in its conversation (same session);
+    docs without neighbours keep their score. With 0 <= gamma <= 1 this stays monotone: raising
+    d by x raises d by x and any neighbour by at most gamma * x.
+    """
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be within [0, 1], got {gamma!r}")
+    out: dict[Hashable, float] = {}
+    for doc_id, score in scores.items():
+        lifted = [scores[n] for n in neighbours.get(doc_id, ()) if n in scores]
+        out[doc_id] = score + gamma * max(lifted) if lifted and max(lifted) > 0 else score
+    return out
+
+
+def rank(scores: Mapping[Hashable, float], top_k: int | None = None) -> list[tuple[Hashable, float]]:
+    """Scores → (doc_id, score) best first, ties by doc id."""
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], sort_key(kv[0])))
+    return ranked if top_k is None else ranked[: max(top_k, 0)]

@@ -1,0 +1,50 @@
+"""What `memory_status` and `tideline status` report from the database: counts and recent task errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, func, select
+
+from tideline_core.records import AgentCounts
+from tideline_core.schema import (
+    Amendment,
+    AttentionHit,
+    ContextTurn,
+    Narrative,
+    Profile,
+    SelfConcept,
+    Snapshot,
+    Thread,
+)
+from tideline_core.store.events import TaskEventRecord, recent_task_events
+
+
+def _count(conn: Connection, table: Any, agent_id: str, *where: ColumnElement[bool]) -> int:
+    query = select(func.count()).select_from(table).where(table.agent_id == agent_id, *where)
+    return int(conn.execute(query).scalar_one())
+
+
+def counts(conn: Connection, agent_id: str) -> AgentCounts:
+    """Rows per kind for one agent, and how many still wait for (or failed) their embedding."""
+    return AgentCounts(
+        narratives=_count(conn, Narrative, agent_id),
+        context_turns=_count(conn, ContextTurn, agent_id),
+        profiles=_count(conn, Profile, agent_id),
+        self_concept=_count(conn, SelfConcept, agent_id),
+        threads=_count(conn, Thread, agent_id),
+        snapshots=_count(conn, Snapshot, agent_id),
+        pending_narratives=_count(conn, Narrative, agent_id, Narrative.embedding_state == "pending"),
+        pending_context=_count(conn, ContextTurn, agent_id, ContextTurn.embedding_state == "pending"),
+        extra={
+            "failed_narratives": _count(conn, Narrative, agent_id, Narrative.embedding_state == "failed"),
+            "failed_context": _count(conn, ContextTurn, agent_id, ContextTurn.embedding_state == "failed"),
+            "amendments": _count(conn, Amendment, agent_id),
+            "attention_hits": _count(conn, AttentionHit, agent_id),
+        },
+    )
+
+
+def last_task_events(conn: Connection, limit: int = 10, agent_id: str | None = None) -> list[TaskEventRecord]:
+    """The most recent task failures and retries, newest first."""
+    return recent_task_events(conn, limit=limit, agent_id=agent_id)

@@ -1,0 +1,153 @@
+"""The Celery app (the workers' composition root): broker, routes, reliability settings and signals."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, Task
+from celery.signals import task_failure, task_retry, worker_process_init, worker_ready
+from sqlalchemy.exc import SQLAlchemyError
+
+from tideline_core.errors import TidelineError
+from tideline_core.settings import Settings
+from tideline_core.store.events import record_task_event
+from tideline_core.store.vectors import mark_stale
+from workers.queues import ROUTES, Queue, TaskName
+from workers.resources import all_resources, attach, resources_of
+from workers.schedule import beat_schedule
+
+log = logging.getLogger(__name__)
+
+TASK_MODULES = ["workers.tasks.ingest"]
+INGEST_HARD_LIMIT = 300  # seconds; an ingest task that runs longer is stuck, not busy
+RESULT_EXPIRES = 24 * 3600
+DETAIL_LIMIT = 2_000
+
+
+def time_limits(settings: Settings) -> tuple[int, int]:
+    """(hard, soft) limits for every task: half the visibility timeout, so Redis never redelivers a live task."""
+    hard = max(2, settings.visibility_timeout_seconds // 2)
+    return hard, max(1, int(hard * 0.8))
+
+
+def restore_interval(settings: Settings) -> int:
+    """How often kombu sweeps unacked messages older than the visibility timeout back into their queue."""
+    return max(1, min(10, settings.visibility_timeout_seconds // 10))
+
+
+def broker_transport_options(settings: Settings) -> dict[str, Any]:
+    return {
+        "visibility_timeout": settings.visibility_timeout_seconds,
+        # kombu 5.7 sweeps every interval × throttle seconds (10 × 10 by default); throttle 1 makes the
+        # sweep period the interval itself, so a killed worker's task is back soon after the timeout.
+        "unacked_restore_interval": restore_interval(settings),
+        "unacked_restore_throttle": 1,
+        "socket_connect_timeout": 2,  # TCP only; kombu drops it for Unix sockets, where refusal is immediate
+        "socket_timeout": 10,  # a synchronous command (a publish) on a dead connection must not wait forever
+        "health_check_interval": 10,
+    }
+
+
+def create_app(settings: Settings) -> Celery:
+    """A Celery app for `settings`; task modules load when a worker starts (publishers never import them)."""
+    url = settings.resolved_redis_url
+    app = Celery("tideline", broker=url, backend=url, include=TASK_MODULES, set_as_current=False)
+    hard, soft = time_limits(settings)
+    ingest_hard = min(INGEST_HARD_LIMIT, hard)
+    ingest_limits = {"time_limit": ingest_hard, "soft_time_limit": max(1, int(ingest_hard * 0.8))}
+    app.conf.update(
+        task_routes=ROUTES,
+        task_default_queue=str(Queue.INGEST),
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        enable_utc=True,
+        timezone="UTC",
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=hard,
+        task_soft_time_limit=soft,
+        task_annotations={str(name): ingest_limits for name in TaskName if name.startswith("tideline.ingest.")},
+        broker_transport_options=broker_transport_options(settings),
+        result_backend_transport_options={"visibility_timeout": settings.visibility_timeout_seconds},
+        redis_socket_connect_timeout=2,
+        redis_socket_timeout=10,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        broker_connection_retry_on_startup=True,
+        broker_connection_timeout=2,
+        # A write must never hang on a dead broker: one quick retry, then the publish fails and the
+        # reconciler picks the work up later (outbox, DESIGN §3).
+        task_publish_retry=True,
+        task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2},
+        result_expires=RESULT_EXPIRES,
+        task_track_started=True,
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        worker_hijack_root_logger=False,
+        beat_schedule=beat_schedule(settings),
+    )
+    attach(app, settings)
+    return app
+
+
+# ----- signals: cross-cutting concerns live here, not in task bodies -----------------------------
+
+
+@worker_process_init.connect
+def _fresh_resources_in_child(**_: Any) -> None:
+    # A prefork child inherits the parent's memory; it must open its own database connections.
+    for resources in all_resources():
+        resources.forget_after_fork()
+
+
+@worker_ready.connect
+def _re_embed_when_model_changed(sender: Any = None, **_: Any) -> None:
+    """At worker start: rows embedded by another model go back to pending, and the reconciler runs now."""
+    app = getattr(sender, "app", None)
+    if app is None:
+        return
+    resources = resources_of(app)
+    if not resources.embeds:
+        return
+    try:
+        with resources.db.write() as conn:
+            changed = mark_stale(conn, resources.embedder.model)
+    except (SQLAlchemyError, TidelineError):
+        log.exception("could not check embeddings for a model change")
+        return
+    if changed:
+        log.warning("%d rows were embedded by another model; re-embedding them", changed)
+        app.send_task(str(TaskName.RECONCILE))
+
+
+def _record(task: Task | None, task_id: str | None, state: str, detail: str, kwargs: dict[str, Any] | None) -> None:
+    if task is None:
+        return
+    try:
+        resources = resources_of(task.app)
+    except TidelineError:
+        return  # a task of some other app in this process
+    agent_id = str((kwargs or {}).get("agent_id") or "")
+    try:
+        with resources.db.write() as conn:
+            record_task_event(
+                conn, task_name=task.name, task_id=task_id or "", agent_id=agent_id, state=state,
+                detail=detail[:DETAIL_LIMIT],
+            )
+    except SQLAlchemyError:
+        log.exception("could not record a %s event for task %s", state, task_id)
+
+
+@task_failure.connect
+def _on_failure(
+    sender: Task | None = None, task_id: str | None = None, exception: BaseException | None = None,
+    kwargs: dict[str, Any] | None = None, **_: Any,
+) -> None:
+    _record(sender, task_id, "failure", f"{type(exception).__name__}: {exception}", kwargs)
+
+
+@task_retry.connect
+def _on_retry(sender: Task | None = None, request: Any = None, reason: Any = None, **_: Any) -> None:
+    _record(sender, getattr(request, "id", None), "retry", str(reason), getattr(request, "kwargs", None))
