@@ -21,7 +21,7 @@ from mcp_server.dispatch import CeleryDispatcher, Dispatcher
 from mcp_server.tools import register_all
 from tideline_core import text
 from tideline_core.embedders import Embedder, build_embedder
-from tideline_core.errors import ConfigurationError
+from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.search.service import SearchService
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.settings import Settings
@@ -38,6 +38,14 @@ Tideline is your long-term memory. Everything you store stays; search brings it 
 - profiles, self-concept, threads and snapshots: who others are, who you are, what is open, where you are.
 - memory_status: what is stored and whether background processing keeps up.
 """
+
+
+def _warm_up(embedder: Embedder) -> None:
+    """Load the model now so the first search does not pay for it; an unreachable embedder is not fatal."""
+    try:
+        embedder.query("warm up", timeout=2.0)
+    except (EmbedderUnavailable, ConfigurationError) as exc:
+        log.warning("embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc)
 
 
 def create_server(
@@ -67,6 +75,7 @@ def create_server(
             active_embedder = embedder
             if active_embedder is None:
                 active_embedder = await anyio.to_thread.run_sync(build_embedder, settings)
+            await anyio.to_thread.run_sync(_warm_up, active_embedder)
             active_dispatcher = dispatcher if dispatcher is not None else _celery_dispatcher(settings, stack)
             index = VectorIndex(db, active_embedder.model)
             search = SearchService(db, active_embedder, index, query_timeout=settings.query_embedding_timeout)

@@ -20,6 +20,8 @@ from redis.exceptions import RedisError
 from tideline_core.errors import InvalidInput
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
+from workers import locks
+from workers.locks import redis_client_url
 from workers.queues import ROUTES, Queue, TaskName
 
 
@@ -33,7 +35,10 @@ class Dispatcher(Protocol):
         ...
 
     def enqueue_trigger(self, agent_id: str, job: str) -> str | None:
-        """Start a dream-queue job by name (recluster, refresh, graph, scan); returns the task id."""
+        """Start a dream-queue job by name (recluster, refresh, graph, scan); returns the task id.
+
+        None when the broker is unreachable; raises Conflict while the agent's nightly chain runs.
+        """
         ...
 
     def queue_depths(self) -> dict[str, int] | None:
@@ -79,15 +84,6 @@ JOBS: dict[str, TaskName] = {
 # kombu's Redis transport keeps one list per priority step: `name`, then `name\x06\x16{3,6,9}`.
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 _BROKER_ERRORS = (KombuError, RedisError, OSError)
-
-
-def redis_client_url(broker_url: str) -> str:
-    """kombu's `redis+socket:///path` in the form redis-py understands (`unix:///path`)."""
-    if broker_url.startswith("redis+socket://"):
-        return "unix://" + broker_url[len("redis+socket://"):]
-    if broker_url.startswith("socket://"):
-        return "unix://" + broker_url[len("socket://"):]
-    return broker_url
 
 
 class CeleryDispatcher:
@@ -173,6 +169,14 @@ class CeleryDispatcher:
         name = JOBS.get(job)
         if name is None:
             raise InvalidInput("job", f"must be one of {', '.join(sorted(JOBS))}, got {job!r}")
+        if self._circuit_open():
+            return None
+        try:
+            # Refused up front while the nightly chain holds the agent's lock (the task checks again).
+            locks.refuse_while_nightly(self._redis, agent_id)
+        except _BROKER_ERRORS as exc:
+            self._trip("check the dream lock", exc)
+            return None
         return self._send(name, {"agent_id": agent_id})
 
     def queue_depths(self) -> dict[str, int] | None:

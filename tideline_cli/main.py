@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from tideline_cli import eval_cmd
 from tideline_core.errors import InvalidInput, TidelineError
 from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 from tideline_core.settings import Settings
@@ -122,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     turn.add_argument("--speaker", help="who spoke (default: the role)")
     turn.add_argument("--metadata", help="a JSON object")
     turn.add_argument("--created-at", help="ISO date/time (default: now)")
+
+    eval_cmd.add_parser(sub)
     return parser
 
 
@@ -142,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
-    handler = getattr(commands, f"cmd_{args.command}")
+    handler = eval_cmd.run if args.command == "eval" else getattr(commands, f"cmd_{args.command}")
     try:
         return int(handler(settings, args) or 0)
     except InvalidInput as exc:

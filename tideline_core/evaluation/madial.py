@@ -61,7 +61,7 @@ def dialogue_query(lines: list[str], test_turn: int) -> tuple[str, ...]:
 
 
 def load_dialogues(directory: Path) -> list[Dialogue]:
-    dialogues = []
+    dialogues: list[Dialogue] = []
     for row in _json_lines(directory / DIALOGUE_FILE):
         turn = int(row["test-turn"][0])
         dialogues.append(Dialogue(str(row.get("id", len(dialogues))), str(row["user-id"]),

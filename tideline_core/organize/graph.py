@@ -84,6 +84,6 @@ def read_graph(
         nodes_q = nodes_q.where(EntityNode.name == entity)
         edges_q = edges_q.where(or_(EntityEdge.source == entity, EntityEdge.target == entity))
     nodes = [_node(r) for r in conn.execute(nodes_q.order_by(EntityNode.mentions.desc(), EntityNode.name).limit(top))]
-    edges = [EdgeView(r.source, r.target, r.source_role, r.target_role, r.count)
+    edges = [EdgeView(r.source, r.target, r.source_role, r.target_role, r._mapping["count"])
              for r in conn.execute(edges_q.order_by(EntityEdge.count.desc(), EntityEdge.source, EntityEdge.target).limit(top))]
     return nodes, edges

@@ -35,8 +35,8 @@ def refresh_weights(db: Database, agent_id: str) -> RefreshReport:
     if changes:
         now = utcnow()
         statement = (
-            update(Narrative.__table__)
-            .where(Narrative.__table__.c.id == bindparam("nid"))
+            update(Narrative)
+            .where(Narrative.id == bindparam("nid"))
             .values(recurrence=bindparam("rec"), weight=bindparam("w"), updated_at=now)
         )
         with db.write() as conn:

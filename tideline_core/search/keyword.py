@@ -48,7 +48,8 @@ def bind_time(value: datetime) -> str:
 
 
 def _time_clause(kind: str, since: datetime | None, until: datetime | None, alias: str) -> tuple[str, dict[str, object]]:
-    clauses, params = [], {}
+    clauses: list[str] = []
+    params: dict[str, object] = {}
     if since is not None:
         clauses.append(f"{alias}.{TIME[kind]} >= :since")
         params["since"] = bind_time(since)

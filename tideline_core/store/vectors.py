@@ -14,7 +14,7 @@ from tideline_core.store.context import turn_text
 from tideline_core.store.narratives import load_narratives, narrative_embedding_text
 
 KINDS = ("narrative", "context")
-_TABLE = {"narrative": Narrative, "context": ContextTurn}
+_TABLE: dict[str, type[Narrative] | type[ContextTurn]] = {"narrative": Narrative, "context": ContextTurn}
 
 
 def pending_rows(
@@ -75,7 +75,7 @@ def save_embeddings(
         return 0
     matrix = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms == 0, 1, norms)
+    matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
     ids = [r.id for r in rows]
     conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.row_id.in_(ids)))
     conn.execute(
