@@ -21,7 +21,7 @@ from tideline_core.errors import InvalidInput
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
 from workers import locks
-from workers.locks import redis_client_url
+from workers.locks import redis_client_url  # the CLI and tests import it from here too
 from workers.queues import ROUTES, Queue, TaskName
 
 

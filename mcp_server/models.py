@@ -284,6 +284,19 @@ class TaskEvent(_Out):
     created_at: datetime
 
 
+class DreamRun(_Out):
+    """One dream-queue stage run (manual trigger or nightly chain), keyed by agent, UTC day and stage."""
+
+    stage: str
+    day: str
+    status: str = Field(description="running, done or failed")
+    trigger: str = Field(description="manual or nightly")
+    outputs: dict[str, Any] = Field(description="the stage's figures (counts)")
+    error: str = ""
+    started_at: datetime
+    finished_at: datetime | None
+
+
 class Status(_Out):
     agent: str
     counts: Counts
@@ -293,3 +306,4 @@ class Status(_Out):
     workers: dict[str, list[str]] | None = Field(description="live workers and their queues; null when unknown")
     embedder: str = Field(description="the embedding model that serves semantic search")
     last_task_errors: list[TaskEvent]
+    dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")

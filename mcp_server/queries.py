@@ -73,3 +73,33 @@ class ThreadsQuery(_Query):
 
 class SnapshotQuery(_Query):
     limit: StrictInt = Field(default=1, ge=1, le=50)
+
+
+# --- the script layer's reads and the manual trigger (mcp_server/tools/organize.py) ---------------
+
+TriggerJob = Literal["recluster", "refresh", "graph", "scan"]
+
+
+class GraphQuery(_Query):
+    entity: str | None = Field(default=None, min_length=1, max_length=128)
+    other: str | None = Field(default=None, min_length=1, max_length=128)
+    top: StrictInt = Field(default=20, ge=1, le=200)
+
+
+class HeatmapQuery(_Query):
+    days: StrictInt = Field(default=7, ge=1, le=365)
+
+
+class SoftClustersQuery(_Query):
+    label: StrictInt | None = Field(default=None, ge=0)
+    query: str | None = Field(default=None, min_length=1, max_length=2000)
+    limit: StrictInt = Field(default=20, ge=1, le=200)
+
+
+class TopicsQuery(_Query):
+    limit: StrictInt = Field(default=25, ge=1, le=200)
+    sample: StrictInt = Field(default=3, ge=0, le=20)
+
+
+class TriggerQuery(_Query):
+    job: TriggerJob

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from tideline_cli import eval_cmd
+from tideline_cli import eval_cmd, organize_cmd
 from tideline_core.errors import InvalidInput, TidelineError
 from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 from tideline_core.settings import Settings
@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     turn.add_argument("--created-at", help="ISO date/time (default: now)")
 
     eval_cmd.add_parser(sub)
+    organize_cmd.add_parsers(sub)  # recluster, refresh, graph, scan
     return parser
 
 
@@ -141,11 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"invalid settings: {exc}")
     from tideline_cli import commands
 
-    if args.command in ("status", "search", "write"):
+    if args.command in ("status", "search", "write", "recluster", "refresh", "graph", "scan"):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
-    handler = eval_cmd.run if args.command == "eval" else getattr(commands, f"cmd_{args.command}")
+    if args.command in organize_cmd.JOBS:
+        handler = organize_cmd.cmd_job
+    else:
+        handler = eval_cmd.run if args.command == "eval" else getattr(commands, f"cmd_{args.command}")
     try:
         return int(handler(settings, args) or 0)
     except InvalidInput as exc:

@@ -19,7 +19,7 @@ from workers.schedule import beat_schedule
 
 log = logging.getLogger(__name__)
 
-TASK_MODULES = ["workers.tasks.ingest"]
+TASK_MODULES = ["workers.tasks.ingest", "workers.tasks.dream"]
 INGEST_HARD_LIMIT = 300  # seconds; an ingest task that runs longer is stuck, not busy
 RESULT_EXPIRES = 24 * 3600
 DETAIL_LIMIT = 2_000

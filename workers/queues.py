@@ -25,6 +25,8 @@ class TaskName(StrEnum):
     ENTITY_GRAPH = "tideline.dream.entity_graph"
     SCAN = "tideline.dream.scan"
     NIGHTLY = "tideline.dream.nightly"
+    NIGHTLY_ALL = "tideline.dream.nightly_all"
+    RELEASE_LOCK = "tideline.dream.release_lock"
 
 
 QUEUE_OF: dict[TaskName, Queue] = {
@@ -37,6 +39,8 @@ QUEUE_OF: dict[TaskName, Queue] = {
     TaskName.ENTITY_GRAPH: Queue.DREAM,
     TaskName.SCAN: Queue.DREAM,
     TaskName.NIGHTLY: Queue.DREAM,
+    TaskName.NIGHTLY_ALL: Queue.DREAM,
+    TaskName.RELEASE_LOCK: Queue.DREAM,
 }
 
 ROUTES: dict[str, dict[str, str]] = {str(name): {"queue": str(queue)} for name, queue in QUEUE_OF.items()}

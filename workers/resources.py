@@ -6,6 +6,7 @@ import logging
 import threading
 import weakref
 
+import redis
 from celery import Celery
 
 from tideline_core.embedders import Embedder, build_embedder
@@ -13,6 +14,7 @@ from tideline_core.errors import ConfigurationError
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
+from workers.locks import redis_client_url
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,7 @@ class WorkerResources:
         self._db: Database | None = None
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
+        self._redis: redis.Redis | None = None
 
     @property
     def db(self) -> Database:
@@ -51,6 +54,16 @@ class WorkerResources:
             return self._index
 
     @property
+    def redis(self) -> redis.Redis:
+        """A plain Redis client on the broker (for the dream locks), separate from kombu's connections."""
+        with self._lock:
+            if self._redis is None:
+                self._redis = redis.Redis.from_url(
+                    redis_client_url(self.settings.resolved_redis_url), socket_timeout=10, socket_connect_timeout=2,
+                )
+            return self._redis
+
+    @property
     def embeds(self) -> bool:
         """False when the deployment runs keyword-only (TIDELINE_EMBEDDER=none)."""
         return self.settings.embedder != "none"
@@ -62,13 +75,17 @@ class WorkerResources:
                 self._db.engine.dispose(close=False)
             self._db = None
             self._index = None
+            self._redis = None  # its pool checks the pid and reconnects, but a child should not share it
 
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 self._db.close()
+            if self._redis is not None:
+                self._redis.close()
             self._db = None
             self._index = None
+            self._redis = None
 
 
 _REGISTRY: weakref.WeakKeyDictionary[Celery, WorkerResources] = weakref.WeakKeyDictionary()

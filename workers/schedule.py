@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery.schedules import crontab
+
 from tideline_core.settings import Settings
 from workers.queues import TaskName
+
+NIGHTLY_EXPIRES_SECONDS = 6 * 3600
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -18,5 +22,14 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": str(TaskName.RECONCILE),
             "schedule": float(interval),
             "options": {"expires": float(interval)},
+        },
+        # The nightly dream (DESIGN §3): one fan-out task starts a chain per agent with narratives,
+        # at TIDELINE_DREAM_HOUR_UTC when agents are quiet. Expires after six hours: a fan-out still
+        # queued by then would dream into the working day, and tomorrow's run covers everything
+        # (every stage works over the agent's whole state, so a skipped night loses nothing).
+        "nightly-dream": {
+            "task": str(TaskName.NIGHTLY_ALL),
+            "schedule": crontab(minute=0, hour=settings.dream_hour_utc),
+            "options": {"expires": float(NIGHTLY_EXPIRES_SECONDS)},
         },
     }

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from mcp_server.tools import context, narratives, profiles, status
+from mcp_server.tools import context, narratives, organize, profiles, status
 
 
 def register_all(server: MCPServer) -> None:
-    for module in (narratives, context, profiles, status):
+    for module in (narratives, context, profiles, status, organize):
         module.register(server)

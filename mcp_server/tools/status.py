@@ -6,11 +6,13 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 from mcp_server.context import AppContext
-from mcp_server.models import Counts, Status, TaskEvent
+from mcp_server.models import Counts, DreamRun, Status, TaskEvent
 from mcp_server.tools._edge import READ, app_of, offload, tool_errors
 from tideline_core.store import status as store
+from tideline_core.store.dream_runs import recent_runs
 
 LAST_ERRORS = 5
+LAST_DREAM_RUNS = 5
 
 
 async def memory_status(ctx: Context) -> Status:
@@ -20,7 +22,9 @@ async def memory_status(ctx: Context) -> Status:
     on the memory system itself. Takes no arguments and only ever shows your own data.
 
     Returns counts per kind, embeddings pending, queue depths and live workers (null when the
-    broker is unreachable), the active embedding model, and the latest task errors.
+    broker is unreachable), the active embedding model, the latest task errors, and the latest
+    dream-queue stage runs (recluster, refresh, entity_graph, scan: status and counts), which is
+    where a job started with memory_trigger shows up.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -32,6 +36,7 @@ def _status(app: AppContext, agent: str) -> Status:
     with app.db.read() as conn:
         counts = store.counts(conn, agent)
         events = store.last_task_events(conn, LAST_ERRORS, agent_id=agent)
+        runs = recent_runs(conn, agent, LAST_DREAM_RUNS)
     depths = app.dispatcher.queue_depths()
     return Status(
         agent=agent,
@@ -51,6 +56,11 @@ def _status(app: AppContext, agent: str) -> Status:
             TaskEvent(task_name=e.task_name, task_id=e.task_id, agent_id=e.agent_id, state=e.state, detail=e.detail,
                       created_at=e.created_at)
             for e in events
+        ],
+        dream_runs=[
+            DreamRun(stage=r.stage, day=r.day, status=r.status, trigger=str(r.inputs.get("trigger", "")),
+                     outputs=r.outputs, error=r.error, started_at=r.started_at, finished_at=r.finished_at)
+            for r in runs
         ],
     )
 

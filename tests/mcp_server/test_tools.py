@@ -17,6 +17,7 @@ TOOLS = {
     "memory_write_profile", "memory_read_profiles", "memory_write_self_concept", "memory_read_self_concept",
     "memory_write_thread", "memory_read_threads", "memory_write_snapshot", "memory_read_snapshot",
     "memory_status",
+    "memory_graph", "memory_attention_heatmap", "memory_soft_clusters", "memory_topics", "memory_trigger",
 }
 
 
@@ -28,7 +29,7 @@ async def test_the_server_lists_every_tool_with_annotations_a_description_and_an
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.destructive_hint is False
-        writes = tool.name.startswith(("memory_write", "memory_amend", "context_record"))
+        writes = tool.name.startswith(("memory_write", "memory_amend", "context_record", "memory_trigger"))
         assert tool.annotations.read_only_hint is not writes
         assert tool.output_schema is not None and tool.description and "Returns" in tool.description
     write_args = tools["memory_write"].input_schema["properties"]

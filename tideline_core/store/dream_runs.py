@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, distinct, select
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -75,4 +75,4 @@ def recent_runs(conn: Connection, agent_id: str, limit: int = 10) -> list[DreamR
 
 def agents_with_narratives(conn: Connection) -> list[str]:
     """Every agent that has at least one narrative (the nightly fan-out dreams for these)."""
-    return sorted(conn.execute(select(distinct(Narrative.agent_id))).scalars())
+    return sorted(conn.execute(select(Narrative.agent_id).distinct()).scalars())

@@ -1,0 +1,137 @@
+"""Structured results of the script-layer tools: entity graph, attention heatmap, soft clusters, topics, trigger."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# --- memory_graph -----------------------------------------------------------------------------
+
+
+class GraphNode(_Out):
+    name: str
+    mentions: int = Field(description="narratives that mention the entity")
+    known: bool = Field(description="whether the name resolved to a KNOWN_PERSONS entry")
+    usual_roles: list[str] = Field(description="the entity's most frequent roles, most frequent first")
+    first_seen: str = Field(description="ISO-8601 UTC time of the first narrative mentioning it")
+    last_seen: str = Field(description="ISO-8601 UTC time of the latest narrative mentioning it")
+
+
+class GraphEdge(_Out):
+    source: str
+    target: str
+    source_role: str
+    target_role: str
+    count: int = Field(description="narratives in which the two appear together in these roles")
+
+
+class GraphResult(_Out):
+    mode: Literal["top", "entity", "pair"]
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    note: str | None = Field(default=None, description="set when the graph has nothing to show, with why")
+
+
+# --- memory_attention_heatmap -----------------------------------------------------------------
+
+
+class HeatRow(_Out):
+    cluster: str
+    hits: int
+    share: float = Field(description="this cluster's hits over all hits (a hit counts once per cluster holding it)")
+    bar: str
+    mean_similarity: float
+    sources: dict[str, int] = Field(description="hits per source (t1, search, recall, ...)")
+
+
+class Desert(_Out):
+    cluster: str
+    size: int = Field(description="narratives in the cluster, none of which was retrieved")
+
+
+class KindHeat(_Out):
+    kind: str = Field(description="topic (keyword clusters) or embedding (soft clusters)")
+    rows: list[HeatRow]
+    deserts: list[Desert] = Field(description="clusters never lit in the window, largest first")
+    unclustered_hits: int
+
+
+class HeatmapResult(_Out):
+    days: int
+    total_hits: int
+    first_hit: datetime | None
+    last_hit: datetime | None
+    kinds: list[KindHeat]
+    markdown: str = Field(description="the same heatmap as Markdown tables")
+
+
+# --- memory_soft_clusters ---------------------------------------------------------------------
+
+
+class Neighbour(_Out):
+    label: int
+    shared: int = Field(description="narratives the two clusters share")
+
+
+class SoftCluster(_Out):
+    label: int
+    name: str = Field(description="'#label' and the words most typical of the cluster")
+    size: int
+    neighbours: list[Neighbour]
+
+
+class ClusterMember(_Out):
+    narrative_id: int
+    rank: int = Field(description="0 when this is the narrative's nearest cluster, 1 or 2 for its next ones")
+    distance: float = Field(description="1 − cosine to the cluster centre; smaller is more central")
+    gesture: str
+
+
+class Route(_Out):
+    primary: list[int] = Field(description="the clusters nearest the query, nearest first")
+    neighbours: list[int] = Field(description="clusters sharing narratives with the primary ones")
+
+
+class SoftClustersResult(_Out):
+    clusters: list[SoftCluster] = Field(description="every cluster, or the one asked for")
+    members: list[ClusterMember] = Field(default_factory=list, description="the asked-for cluster's most central")
+    route: Route | None = Field(default=None, description="where `query` would be routed, when one was given")
+    note: str | None = None
+
+
+# --- memory_topics ----------------------------------------------------------------------------
+
+
+class TopicSample(_Out):
+    id: int
+    gesture: str
+
+
+class Topic(_Out):
+    keyword: str
+    label: str
+    size: int = Field(description="narratives under this keyword")
+    samples: list[TopicSample] = Field(description="the newest of them")
+
+
+class TopicsResult(_Out):
+    count: int
+    topics: list[Topic]
+    note: str | None = None
+
+
+# --- memory_trigger ---------------------------------------------------------------------------
+
+
+class TriggerResult(_Out):
+    agent: str
+    job: str
+    task_id: str = Field(description="the Celery task id (shown in Flower); memory_status lists the stage's run")
+    queue: Literal["dream"] = "dream"

@@ -1,0 +1,181 @@
+"""The script layer on the dream queue through real parts: Redis, an in-process worker, a SQLite file."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from celery.schedules import crontab
+from organize_seed import TOPICS, seed
+from sqlalchemy import func, select
+
+from tideline_core.errors import Conflict
+from tideline_core.organize.clusters import rebuild_topics
+from tideline_core.schema import ScanWatermark, TopicCluster, TopicClusterMember
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+from tideline_core.store.dream_runs import DreamRunRecord, recent_runs
+from workers import locks
+from workers.pipelines import NIGHTLY_STAGES, nightly_lock_ttl
+from workers.queues import QUEUE_OF, Queue, TaskName
+from workers.schedule import beat_schedule
+
+TIMEOUT = 30
+
+
+def runs(db: Database, agent: str = "alice") -> dict[str, DreamRunRecord]:
+    with db.read() as conn:
+        return {r.stage: r for r in recent_runs(conn, agent, 20)}
+
+
+def topic_keywords(db: Database, agent: str = "alice") -> set[str]:
+    with db.read() as conn:
+        return set(conn.execute(select(TopicCluster.keyword).where(TopicCluster.agent_id == agent)).scalars())
+
+
+def run(app: Any, name: TaskName, **kwargs: Any) -> dict[str, Any]:
+    return dict(app.send_task(str(name), kwargs=kwargs).get(timeout=TIMEOUT))
+
+
+def test_a_manual_recluster_builds_topics_and_soft_clusters_and_records_its_run(
+    database: Database, celery_app: Any, celery_worker: Any
+) -> None:
+    seed(database)
+    result = run(celery_app, TaskName.RECLUSTER, agent_id="alice")
+
+    assert result["topic_clusters"] == len(TOPICS) and result["soft_clusters"] >= 5
+    assert result["narratives"] == result["embedded_narratives"] == 20
+    assert topic_keywords(database) == TOPICS
+    row = runs(database)["recluster"]
+    assert (row.status, row.inputs["trigger"], row.outputs["topic_clusters"]) == ("done", "manual", len(TOPICS))
+
+    # Run again the same day: the same clusters, and the same dream_runs row updated (not a second one).
+    again = run(celery_app, TaskName.RECLUSTER, agent_id="alice")
+    assert again["topic_clusters"] == result["topic_clusters"] and topic_keywords(database) == TOPICS
+    assert len([r for r in runs(database).values() if r.stage == "recluster"]) == 1
+    assert runs(database)["recluster"].inputs["task_id"] != row.inputs["task_id"]
+
+
+def test_refresh_graph_and_scan_return_their_figures_and_scan_leaves_the_watermark_alone(
+    database: Database, celery_app: Any, celery_worker: Any
+) -> None:
+    seed(database)
+    refreshed = run(celery_app, TaskName.REFRESH, agent_id="alice")
+    assert refreshed["narratives"] == 20
+
+    graph = run(celery_app, TaskName.ENTITY_GRAPH, agent_id="alice")
+    assert graph["nodes"] == 3 and graph["edges"] >= 2 and graph["problems"] == 0
+
+    scanned = run(celery_app, TaskName.SCAN, agent_id="alice")
+    assert scanned["unlinked"] == 20 and scanned["links_inferred"] == 0
+    assert scanned["markdown"].startswith("# Unindexed context scan")
+    assert "markdown" not in runs(database)["scan"].outputs  # the row keeps the figures only
+    with database.read() as conn:
+        assert conn.execute(select(func.count()).select_from(ScanWatermark)).scalar_one() == 0
+    assert {stage for stage, r in runs(database).items() if r.status == "done"} == {"refresh", "entity_graph", "scan"}
+
+
+def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_the_lock(
+    database: Database, celery_app: Any, celery_worker: Any, redis_client: Any, wait_until: Any
+) -> None:
+    seed(database)
+    started = run(celery_app, TaskName.NIGHTLY, agent_id="alice")
+    assert started["started"] is True and started["stages"] == [str(s) for s in NIGHTLY_STAGES]
+
+    stages = ["scan", "refresh", "recluster", "entity_graph"]
+    wait_until(lambda: locks.holder(redis_client, "alice") is None and
+               all(r.status == "done" for r in runs(database).values()) and len(runs(database)) == 4,
+               timeout=TIMEOUT, message="every nightly stage done and the lock released")
+    done = runs(database)
+    assert sorted(done, key=lambda s: done[s].started_at) == stages
+    assert all(r.inputs["trigger"] == "nightly" and r.day == started["day"] for r in done.values())
+    assert topic_keywords(database) == TOPICS
+
+
+def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
+    settings: Settings, database: Database, celery_app: Any, celery_worker: Any, celery_dispatcher: Any,
+    redis_client: Any,
+) -> None:
+    seed(database)
+    token = locks.nightly_token("a-running-chain")
+    assert locks.acquire(redis_client, "alice", token, nightly_lock_ttl(settings))
+
+    # The trigger path checks first and says why ...
+    with pytest.raises(Conflict, match="nightly dream for agent alice is running; try again later"):
+        celery_dispatcher.enqueue_trigger("alice", "recluster")
+    # ... and a task that got past it (sent straight to the queue) fails with the same message.
+    with pytest.raises(Exception, match="nightly dream for agent alice is running") as failure:
+        celery_app.send_task(str(TaskName.RECLUSTER), kwargs={"agent_id": "alice"}).get(timeout=TIMEOUT)
+    assert type(failure.value).__name__ == "Conflict"
+    # A second nightly run of the same agent is refused too; another agent is not held up.
+    with pytest.raises(Exception, match="nightly dream for agent alice is running"):
+        run(celery_app, TaskName.NIGHTLY, agent_id="alice")
+    assert celery_dispatcher.enqueue_trigger("bob", "recluster") is not None
+    assert topic_keywords(database) == set() and "recluster" not in runs(database)
+
+    locks.release(redis_client, "alice", token)
+    assert run(celery_app, TaskName.RECLUSTER, agent_id="alice")["topic_clusters"] == len(TOPICS)
+
+
+def test_a_failing_stage_stops_the_chain_is_recorded_failed_and_releases_the_lock(
+    database: Database, celery_app: Any, celery_worker: Any, redis_client: Any, wait_until: Any
+) -> None:
+    seed(database, nan_vector=True)
+    run(celery_app, TaskName.NIGHTLY, agent_id="alice")
+
+    wait_until(lambda: runs(database).get("recluster") is not None and runs(database)["recluster"].status == "failed"
+               and locks.holder(redis_client, "alice") is None,
+               timeout=TIMEOUT, message="recluster failed and the errback released the lock")
+    assert "finite" in runs(database)["recluster"].error
+    assert "entity_graph" not in runs(database)  # the chain stopped at the failure
+    assert runs(database)["refresh"].status == "done"
+
+
+def test_the_nightly_fan_out_starts_a_chain_for_every_agent_with_narratives(
+    database: Database, celery_app: Any, celery_worker: Any, redis_client: Any, wait_until: Any
+) -> None:
+    seed(database, "alice")
+    seed(database, "bob", groups=("garden", "compiler", "wedding"))
+    fanned = run(celery_app, TaskName.NIGHTLY_ALL)
+    assert fanned == {"started": ["alice", "bob"], "already_running": []}
+    for agent in ("alice", "bob"):
+        wait_until(lambda agent=agent: runs(database, agent).get("entity_graph") is not None
+                   and runs(database, agent)["entity_graph"].status == "done"
+                   and locks.holder(redis_client, agent) is None,
+                   timeout=TIMEOUT, message=f"{agent}'s nightly chain")
+    assert topic_keywords(database, "bob") == {"garden", "compiler", "wedding"}
+
+
+def test_beat_fans_out_the_nightly_dream_at_the_dream_hour_with_an_expiry() -> None:
+    schedule = beat_schedule(Settings(dream_hour_utc=4))
+    (entry,) = [e for e in schedule.values() if e["task"] == TaskName.NIGHTLY_ALL]
+    assert entry["schedule"] == crontab(minute=0, hour=4) and entry["options"]["expires"] > 0
+    assert all(QUEUE_OF[name] is Queue.DREAM for name in (TaskName.NIGHTLY_ALL, TaskName.RELEASE_LOCK))
+
+
+def test_readers_never_see_a_half_built_topic_table_while_it_is_rebuilt(database: Database) -> None:
+    seed(database, groups=tuple(f"topic{n:02d}" for n in range(40)))
+    expected = rebuild_topics(database, "alice").clusters
+    assert expected == 40
+    seen: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            with database.read() as conn:
+                clusters = conn.execute(select(func.count()).select_from(TopicCluster)
+                                        .where(TopicCluster.agent_id == "alice")).scalar_one()
+                members = conn.execute(select(func.count()).select_from(TopicClusterMember)
+                                       .where(TopicClusterMember.agent_id == "alice")).scalar_one()
+            seen.append((clusters, members))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(15):
+            assert rebuild_topics(database, "alice").clusters == expected
+    finally:
+        stop.set()
+        reader.join()
+    assert len(seen) > 15 and set(seen) == {(expected, expected * 4)}

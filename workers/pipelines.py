@@ -1,0 +1,57 @@
+"""Task chains, all in one file: the nightly dream of one agent as a chain of immutable signatures.
+
+    nightly(agent) ── takes the agent's lock ──▶ scan → refresh → recluster → entity_graph → release_lock
+                                                 (any stage fails: the errback releases the lock)
+
+Every stage takes (agent_id, lock_token, day): the token proves the stage runs for the chain that
+holds the lock (and extends it), the day files all stages of one night under the same dream_runs
+key even when the chain crosses midnight. Signatures are built by task name, so this module never
+imports a task.
+"""
+
+from __future__ import annotations
+
+from celery import Celery, chain
+from celery.canvas import Signature
+from celery.result import AsyncResult
+
+from tideline_core.settings import Settings
+from workers.app import time_limits
+from workers.queues import TaskName
+
+# The order the stages run in. The LLM DREAM stages (DESIGN §3) slot into this tuple: solidify right
+# after SCAN (it reads the scan and advances the watermark), comb / night drift / symbolic dream after
+# ENTITY_GRAPH. Each must accept (agent_id, lock_token, day) like the stages below.
+NIGHTLY_STAGES: tuple[TaskName, ...] = (
+    TaskName.SCAN,
+    TaskName.REFRESH,
+    TaskName.RECLUSTER,
+    TaskName.ENTITY_GRAPH,
+)
+LOCK_MARGIN_SECONDS = 60
+
+
+def nightly_lock_ttl(settings: Settings) -> int:
+    """Longer than every stage of the chain (and the release) at its hard time limit.
+
+    Each stage also resets the expiry when it starts, so a chain waiting in a busy dream queue
+    keeps its lock as long as each wait-plus-stage fits in this span.
+    """
+    hard, _soft = time_limits(settings)
+    return (len(NIGHTLY_STAGES) + 1) * hard + LOCK_MARGIN_SECONDS
+
+
+def release_signature(app: Celery, agent_id: str, token: str) -> Signature:
+    return app.signature(str(TaskName.RELEASE_LOCK), kwargs={"agent_id": agent_id, "token": token}, immutable=True)
+
+
+def nightly_chain(app: Celery, agent_id: str, token: str, day: str) -> Signature:
+    """The stages in order, then the lock release; immutable, so no stage receives another's result."""
+    stage_kwargs = {"agent_id": agent_id, "lock_token": token, "day": day}
+    stages = [app.signature(str(name), kwargs=stage_kwargs, immutable=True) for name in NIGHTLY_STAGES]
+    return chain(*stages, release_signature(app, agent_id, token), app=app)
+
+
+def start_nightly(app: Celery, agent_id: str, token: str, day: str) -> AsyncResult:
+    """Publish the chain; a failing stage stops it and the errback frees the lock (compare-and-delete)."""
+    return nightly_chain(app, agent_id, token, day).apply_async(link_error=release_signature(app, agent_id, token))
