@@ -102,7 +102,10 @@ class Hit(_Out):
     weight: float | None = None
     tags: list[str] = Field(default_factory=list)
     signals: dict[str, float] = Field(
-        default_factory=dict, description="per-signal scores: keyword (BM25, higher is better), dense (cosine)"
+        default_factory=dict,
+        description="what each signal added to the score: kw (words of this row), kw_ctx (words of the turn and "
+        "the one before), dense (meaning of this row), ctx (meaning of the turn with the turns before it), "
+        "speaker (said by someone the query names), neighbour (lifted by an adjacent turn that matched)",
     )
 
     @classmethod

@@ -14,6 +14,8 @@ class _Out(BaseModel):
 
 # --- memory_graph -----------------------------------------------------------------------------
 
+GraphMode = Literal["top", "entity", "pair"]
+
 
 class GraphNode(_Out):
     name: str
@@ -33,7 +35,7 @@ class GraphEdge(_Out):
 
 
 class GraphResult(_Out):
-    mode: Literal["top", "entity", "pair"]
+    mode: GraphMode
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     note: str | None = Field(default=None, description="set when the graph has nothing to show, with why")

@@ -151,7 +151,8 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         outcome = service.search(agent, params)
     finally:
         db.close()
-    hits = [(h.id, h.score) for h in outcome.hits if h.kind == "narrative"]
+    hits = [(h.id, h.similarity if h.similarity is not None else min(1.0, h.score))
+            for h in outcome.hits if h.kind == "narrative"]
     if hits:
         dispatcher = CeleryDispatcher(settings)
         dispatcher.enqueue_attention(agent, hits, "cli")
@@ -161,8 +162,13 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     if outcome.degraded:
         print(f"note: {outcome.degraded}", file=sys.stderr)
+    if getattr(args, "explain", False):
+        print(f"terms: {' '.join(outcome.terms) or '-'}   mode: {outcome.mode}")
     for h in outcome.hits:
         print(f"{h.kind}#{h.id}  {h.score:.3f}  {h.occurred_at:%Y-%m-%d %H:%M}  {h.text}")
+        if getattr(args, "explain", False):
+            parts = sorted(h.signals.items(), key=lambda kv: -kv[1])
+            print("    " + ("  ".join(f"{name} +{value:.3f}" for name, value in parts) or "no signal"))
     return 0
 
 

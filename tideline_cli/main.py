@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--since", help="only from this ISO date/time on")
     search.add_argument("--until", help="only up to this ISO date/time")
     search.add_argument("--json", action="store_true", help="print JSON instead of text")
+    search.add_argument("--explain", action="store_true", help="show which signals ranked each hit, and how much")
 
     write = sub.add_parser(
         "write", help="write a narrative memory or a raw context turn (for scripts)",

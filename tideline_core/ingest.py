@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from tideline_core.embedders import Embedder
 from tideline_core.store.database import Database
+from tideline_core.store.context import preceding_window
 from tideline_core.store.vectors import KINDS, pending_rows, save_embeddings
 
 
@@ -28,6 +29,8 @@ def embed_pending(
     """Embed rows still pending (oldest first). Safe to run twice or concurrently: saving is an upsert.
 
     The embedder is called with no transaction open; each batch is saved in its own short write.
+    A context turn gets two vectors from one embedder call: 'base' (the turn) and 'ctx' (the turn
+    with the two turns before it), saved together before the row is marked done.
     """
     embedded = batches = 0
     for kind in kinds:
@@ -36,9 +39,19 @@ def embed_pending(
                 rows = pending_rows(conn, kind, agent_id=agent_id, limit=batch_size)
             if not rows:
                 break
-            vectors = embedder.passages([r.text for r in rows])
-            with db.write() as conn:
-                embedded += save_embeddings(conn, kind, rows, vectors, embedder.model)
+            texts = [r.text for r in rows]
+            if kind == "context":
+                with db.read() as conn:
+                    window = preceding_window(conn, [r.id for r in rows])
+                vectors = embedder.passages(texts + [window.get(r.id, r.text) for r in rows])
+                base, ctx = vectors[: len(rows)], vectors[len(rows):]
+                with db.write() as conn:
+                    save_embeddings(conn, kind, rows, ctx, embedder.model, view="ctx", mark_done=False)
+                    embedded += save_embeddings(conn, kind, rows, base, embedder.model)
+            else:
+                vectors = embedder.passages(texts)
+                with db.write() as conn:
+                    embedded += save_embeddings(conn, kind, rows, vectors, embedder.model)
             batches += 1
     remaining = False
     if batches >= max_batches:

@@ -6,7 +6,10 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
+    model_validator,
+)
 
 from tideline_core.errors import InvalidInput
 from tideline_core.timeutil import parse_instant
@@ -28,6 +31,8 @@ MAX_TAG = 64
 MAX_LIST = 64
 MAX_METADATA_BYTES = 16_384
 MAX_QUERY = 2_000
+MAX_CONVERSATION = 20
+MAX_LINE = 2_000
 
 Score = Annotated[StrictInt, Field(ge=1, le=5)]
 NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "other"]
@@ -139,8 +144,29 @@ class SnapshotIn(_Input):
     mood: str = Field(default="", max_length=128)
 
 
+class ConversationLine(_Input):
+    """One recent line of a dialogue used as a query; `role: "assistant"` is accepted for is_self."""
+
+    speaker: str = Field(default="", max_length=128)
+    text: str = Field(min_length=1, max_length=MAX_LINE)
+    is_self: StrictBool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "role" in value:
+            value = dict(value)
+            role = value.pop("role")
+            if role not in TURN_ROLES:
+                raise ValueError(f"role must be one of {', '.join(TURN_ROLES)}, got {role!r}")
+            value.setdefault("is_self", role == "assistant")
+        return value
+
+
 class SearchIn(_Input):
-    query: str = Field(min_length=1, max_length=MAX_QUERY)
+    # `conversation` comes first so the query's check below can see it.
+    conversation: list[ConversationLine] = Field(default_factory=list, max_length=MAX_CONVERSATION)
+    query: str = Field(default="", max_length=MAX_QUERY, validate_default=True)
     limit: StrictInt = Field(default=10, ge=1, le=100)
     kinds: SearchKind = "all"
     mode: SearchMode = "hybrid"
@@ -151,6 +177,13 @@ class SearchIn(_Input):
     @classmethod
     def _bounds(cls, value: Any) -> datetime | None:
         return _instant(value, "since/until")
+
+    @field_validator("query", mode="after")
+    @classmethod
+    def _something_to_find(cls, value: str, info: ValidationInfo) -> str:
+        if not value and not info.data.get("conversation"):
+            raise ValueError("should have at least 1 character (or give recent conversation lines)")
+        return value
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -151,6 +151,8 @@ class Embedding(Base):
     """A float32, L2-normalized vector of a narrative or context turn, with the model that made it.
 
     `id` grows with every (re-)embedding, so the in-memory index refreshes by `id > last_seen`.
+    `view` says which text was embedded: 'base' (the row alone) or 'ctx' (a context turn with the
+    turns just before it in its session, so a reply like "yes, in June" carries its question).
     """
 
     __tablename__ = "embeddings"
@@ -162,10 +164,11 @@ class Embedding(Base):
     dim: Mapped[int] = mapped_column(Integer, nullable=False)
     vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    view: Mapped[str] = mapped_column(String(16), nullable=False, default="base", server_default="base")
 
     __table_args__ = (
-        UniqueConstraint("kind", "row_id", name="uq_embeddings_kind_row"),
-        Index("ix_embeddings_agent_kind_id", "agent_id", "kind", "id"),
+        UniqueConstraint("kind", "row_id", "view", name="uq_embeddings_kind_row_view"),
+        Index("ix_embeddings_agent_kind_view_id", "agent_id", "kind", "view", "id"),
     )
 
 

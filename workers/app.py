@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from tideline_core.errors import TidelineError
 from tideline_core.settings import Settings
 from tideline_core.store.events import record_task_event
-from tideline_core.store.vectors import mark_stale
+from tideline_core.store.vectors import VIEWS, mark_stale
 from workers.queues import ROUTES, Queue, TaskName
 from workers.resources import all_resources, attach, resources_of
 from workers.schedule import beat_schedule
@@ -113,12 +113,12 @@ def _re_embed_when_model_changed(sender: Any = None, **_: Any) -> None:
         return
     try:
         with resources.db.write() as conn:
-            changed = mark_stale(conn, resources.embedder.model)
+            changed = sum(mark_stale(conn, resources.embedder.model, view) for view in VIEWS)
     except (SQLAlchemyError, TidelineError):
         log.exception("could not check embeddings for a model change")
         return
     if changed:
-        log.warning("%d rows were embedded by another model; re-embedding them", changed)
+        log.warning("%d rows lack a vector from the current model (or a newer view); re-embedding them", changed)
         app.send_task(str(TaskName.RECONCILE))
 
 

@@ -12,7 +12,7 @@ from mcp_server.models import Amended, Narrative, NarrativeWritten, Recall, Sear
 from mcp_server.queries import RecallQuery
 from mcp_server.tools._edge import DATE_SCHEMA, READ, WRITE, app_of, given, offload, spec, tool_errors
 from mcp_server.tools.search import run_search
-from tideline_core.inputs import AmendmentIn, NarrativeIn, SearchIn, parse
+from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, SearchIn, parse
 from tideline_core.records import NarrativeRecord, WrittenNarrative
 from tideline_core.store import narratives
 
@@ -75,6 +75,28 @@ Mode = Annotated[Any, spec(
     SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning)."
 )]
 SearchLimit = Annotated[Any, spec(SearchIn, "limit", "How many hits, integer 1–100 (default 10).")]
+RECENT_TURNS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "maxItems": MAX_CONVERSATION,
+    "items": {
+        "type": "object",
+        "properties": {
+            "speaker": {"type": "string", "maxLength": 128, "description": "who said it, e.g. the user's name"},
+            "text": {"type": "string", "minLength": 1, "maxLength": MAX_LINE, "description": "what was said"},
+            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"],
+                     "description": "'assistant' for your own lines, otherwise 'user' (default)"},
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+}
+RecentTurns = Annotated[Any, spec(
+    SearchIn, "conversation",
+    "Optional: the last lines of the current conversation, oldest first (at most 20, each at most 2000 "
+    "characters), as {speaker, text, role}. Give them to recall what the conversation is about without writing "
+    "a query: the other party's lines and the newest lines count most. query may then be empty.",
+    RECENT_TURNS_SCHEMA,
+)]
 SearchSince = Annotated[Any, spec(SearchIn, "since", "Only results at or after this instant.", DATE_SCHEMA)]
 SearchUntil = Annotated[Any, spec(SearchIn, "until", "Only results at or before this instant.", DATE_SCHEMA)]
 
@@ -168,18 +190,21 @@ def _recall(app: AppContext, agent: str, query: RecallQuery) -> list[NarrativeRe
 
 async def memory_search(
     ctx: Context,
-    query: Query,
+    query: Query = "",
     kinds: Kinds = "all",
     mode: Mode = "hybrid",
     since: SearchSince = None,
     until: SearchUntil = None,
     limit: SearchLimit = 10,
+    recent_turns: RecentTurns = None,
 ) -> SearchResult:
     """Search everything you remember — narrative memories and raw conversation — by words and meaning.
 
     Use it before answering about the past ("what did we decide about X", "when did I last talk to
     Y"). Works in Chinese and English, including two-character words. The query is plain text:
     quotes, *, AND, NEAR( and % are searched for literally. Narrow with kinds, since and until.
+    Mid-conversation, pass recent_turns (the last few lines, yours with role 'assistant') instead of
+    or besides a query, to bring up memories that fit what is being talked about.
 
     Returns hits best first, each with its kind (narrative or context), id, text, time and the
     signals that matched. If semantic search is unavailable, `degraded` says so and the hits are
@@ -188,7 +213,8 @@ async def memory_search(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        params = parse(SearchIn, given(query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit))
+        params = parse(SearchIn, given(query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit,
+                                       conversation=recent_turns))
         return await offload(run_search, app, agent, params)
 
 

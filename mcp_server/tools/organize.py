@@ -13,6 +13,7 @@ from mcp_server.models_organize import (
     ClusterMember,
     Desert,
     GraphEdge,
+    GraphMode,
     GraphNode,
     GraphResult,
     HeatmapResult,
@@ -79,7 +80,7 @@ async def memory_graph(ctx: Context, entity: Entity = None, other: Other = None,
 def _graph(app: AppContext, agent: str, params: GraphQuery) -> GraphResult:
     with app.db.read() as conn:
         nodes, edges = graph.read_graph(conn, agent, entity=params.entity, other=params.other, top=params.top)
-    mode = "pair" if params.other is not None else "entity" if params.entity is not None else "top"
+    mode: GraphMode = "pair" if params.other is not None else "entity" if params.entity is not None else "top"
     note = None
     if not nodes:
         note = NOT_BUILT.format(job="graph") if mode == "top" else "no such entity in the graph (names match exactly)"

@@ -15,8 +15,8 @@ def run_search(app: AppContext, agent: str, params: SearchIn) -> SearchResult:
     """
     outcome = app.search.search(agent, params)
     attended = [
-        # The cosine similarity when the dense signal saw the hit; otherwise the fused score stands in.
-        (hit.id, hit.signals.get("dense", hit.score))
+        # The cosine similarity when the dense signal saw the hit; otherwise the fused score (capped at 1) stands in.
+        (hit.id, hit.similarity if hit.similarity is not None else min(1.0, hit.score))
         for hit in outcome.hits
         if hit.kind == "narrative"
     ]

@@ -44,7 +44,7 @@ async def test_an_agent_runtime_lists_tools_writes_and_searches_over_stdio(setti
                              source_links=[turn["id"]], importance=4)
         found = await call(client, "memory_search", query="牙医")
         status = await call(client, "memory_status")
-    assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 16
+    assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 21
     assert written["queued"] is True and written["embedding"] == "pending"
     assert {(hit["kind"], hit["id"]) for hit in found["hits"]} == {("narrative", written["id"]),
                                                                    ("context", turn["id"])}

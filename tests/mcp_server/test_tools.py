@@ -123,8 +123,8 @@ async def test_turns_are_recorded_searched_and_read_back_in_order(
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         first = await call(client, "context_record", role="user", content="Shall we meet by the river?", session_id="a",
                            created_at="2026-01-01T10:00:00Z", metadata={"channel": "chat"})
-        await call(client, "context_record", role="assistant", content="Yes, at noon.", session_id="a",
-                   created_at="2026-01-01T10:01:00Z")
+        reply = await call(client, "context_record", role="assistant", content="Yes, at noon.", session_id="a",
+                           created_at="2026-01-01T10:01:00Z")
         await call(client, "context_record", role="user", content='{"tool": "calendar", "ok": true}', session_id="b",
                    speaker="calendar-bot", created_at="2026-01-02T09:00:00Z")
         written = await call(client, "memory_write", gesture="agreed to meet by the river", source_links=[first["id"]])
@@ -136,7 +136,9 @@ async def test_turns_are_recorded_searched_and_read_back_in_order(
     assert session["turns"][0]["metadata"] == {"channel": "chat"} and session["session_id"] == "a"
     assert [t["session_id"] for t in latest["turns"]] == ["a", "b"] and latest["session_id"] is None
     assert latest["turns"][1]["content"] == '{"tool": "calendar", "ok": true}'
-    assert [(h["kind"], h["id"]) for h in found["hits"]] == [("context", first["id"])]
+    # The reply comes second: it matches through its context (the question it answers), not its own words.
+    assert [(h["kind"], h["id"]) for h in found["hits"]] == [("context", first["id"]), ("context", reply["id"])]
+    assert "kw" not in found["hits"][1]["signals"] and "kw_ctx" in found["hits"][1]["signals"]
     assert memory["id"] == written["id"] and memory["source_links"] == [first["id"]]
 
 

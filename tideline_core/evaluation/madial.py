@@ -60,6 +60,17 @@ def dialogue_query(lines: list[str], test_turn: int) -> tuple[str, ...]:
     return tuple(line for line in before if line and line not in ("<BOD>", "<EOD>"))
 
 
+SELF_SPEAKER = "Assistant"  # the agent's own lines in MADial dialogues
+
+
+def parse_line(line: str) -> tuple[str, str]:
+    """`<Bart>:"text"` → ("Bart", "text"); a line in another shape is ("", line)."""
+    if line.startswith("<") and ">:" in line:
+        name, rest = line[1:].split(">:", 1)
+        return name.strip(), rest.strip().strip('"“”').strip() or rest.strip()
+    return "", line
+
+
 def load_dialogues(directory: Path) -> list[Dialogue]:
     dialogues: list[Dialogue] = []
     for row in _json_lines(directory / DIALOGUE_FILE):

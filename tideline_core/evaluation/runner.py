@@ -12,7 +12,7 @@ from tideline_core.embedders import Embedder
 from tideline_core.evaluation import locomo, madial
 from tideline_core.evaluation.metrics import dedupe, mean, percentile, recall_at
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import MAX_QUERY, ContextTurnIn, NarrativeIn, SearchIn
+from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, MAX_QUERY, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
 from tideline_core.search.service import SearchService
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.store.context import insert_turns
@@ -141,6 +141,17 @@ def _memory_time(text: str) -> datetime | None:
         return None
 
 
+def conversation_of(dialogue: madial.Dialogue) -> list[ConversationLine]:
+    """The dialogue before the test turn as conversation lines (the newest the search accepts)."""
+    lines = []
+    for raw in dialogue.query_lines[-MAX_CONVERSATION:]:
+        speaker, text = madial.parse_line(raw)
+        if text:
+            lines.append(ConversationLine(speaker=speaker[:128], text=text[:MAX_LINE],
+                                          is_self=speaker == madial.SELF_SPEAKER))
+    return lines
+
+
 def agent_of_user(user: str) -> str:
     return f"madial-user-{user}"
 
@@ -173,8 +184,10 @@ def run_madial(
         latencies: list[float] = []
         for number, dialogue in enumerate(dialogues, 1):
             agent = agent_of_user(dialogue.user)
-            ids, ms = _timed_search(service, agent, SearchIn(query=_query("\n".join(dialogue.query_lines)), limit=depth,
-                                                             kinds="narratives", mode=mode))  # type: ignore[arg-type]
+            # The dialogue goes in as a conversation, as an agent would pass its recent turns.
+            params = SearchIn(conversation=conversation_of(dialogue), limit=depth, kinds="narratives",
+                              mode=mode)  # type: ignore[arg-type]
+            ids, ms = _timed_search(service, agent, params)
             latencies.append(ms)
             ranked = [memory_of[(agent, i)] for i in ids]
             for k in ks:

@@ -73,7 +73,8 @@ def _vectors(conn: Connection, kind: str, ids: list[int], model: str) -> dict[in
     for start in range(0, len(ids), 500):
         for row_id, dim, blob in conn.execute(
             select(Embedding.row_id, Embedding.dim, Embedding.vector)
-            .where(Embedding.kind == kind, Embedding.model == model, Embedding.row_id.in_(ids[start:start + 500]))
+            .where(Embedding.kind == kind, Embedding.model == model, Embedding.view == "base",
+                   Embedding.row_id.in_(ids[start:start + 500]))
         ):
             out[row_id] = np.frombuffer(blob, dtype=np.float32, count=dim)
     return out

@@ -25,6 +25,8 @@ Each hit carries its per-signal contributions (what was added to its fused score
 
 from __future__ import annotations
 
+import heapq
+
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +80,34 @@ def _normalize(
     raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
 
 
+def combine(
+    signals: Mapping[str, Mapping[Hashable, float]],
+    *,
+    weights: Mapping[str, float] | None = None,
+    method: str = "minmax",
+    rrf_k: float = 60.0,
+    floors: Mapping[str, float] | None = None,
+) -> tuple[dict[Hashable, float], dict[Hashable, dict[str, float]]]:
+    """The fused score and per-signal contributions of every candidate, unsorted (see ``fuse``)."""
+    floors = floors or {}
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
+    weights = weights or {}
+    for name, w in weights.items():
+        if w < 0 or w != w:
+            raise ValueError(f"fusion weight for {name!r} must be a non-negative number, got {w!r}")
+    fused: dict[Hashable, float] = {}
+    parts: dict[Hashable, dict[str, float]] = {}
+    for name in sorted(signals):
+        w = float(weights.get(name, 1.0))
+        normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
+        for doc_id, value in normalized.items():
+            contribution = w * value
+            fused[doc_id] = fused.get(doc_id, 0.0) + contribution
+            parts.setdefault(doc_id, {})[name] = contribution
+    return fused, parts
+
+
 def fuse(
     signals: Mapping[str, Mapping[Hashable, float]],
     *,
@@ -96,26 +126,8 @@ def fuse(
     min-max scaling, so a signal whose candidates all score alike still tells strong from weak;
     without one, the lowest candidate score is the minimum.
     """
-    floors = floors or {}
-    if method not in METHODS:
-        raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
-    weights = weights or {}
-    for name, w in weights.items():
-        if w < 0 or w != w:
-            raise ValueError(f"fusion weight for {name!r} must be a non-negative number, got {w!r}")
-    fused: dict[Hashable, float] = {}
-    parts: dict[Hashable, dict[str, float]] = {}
-    for name in sorted(signals):
-        w = float(weights.get(name, 1.0))
-        normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
-        for doc_id, value in normalized.items():
-            contribution = w * value
-            fused[doc_id] = fused.get(doc_id, 0.0) + contribution
-            parts.setdefault(doc_id, {})[name] = contribution
-    ranked = sorted(fused, key=lambda d: (-fused[d], sort_key(d)))
-    if top_k is not None:
-        ranked = ranked[: max(top_k, 0)]
-    return [FusedHit(d, fused[d], parts[d]) for d in ranked]
+    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors)
+    return [FusedHit(d, score, parts[d]) for d, score in rank(fused, top_k)]
 
 
 def spread_to_neighbours(
@@ -141,5 +153,12 @@ def spread_to_neighbours(
 
 def rank(scores: Mapping[Hashable, float], top_k: int | None = None) -> list[tuple[Hashable, float]]:
     """Scores → (doc_id, score) best first, ties by doc id."""
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], sort_key(kv[0])))
+    items = list(scores.items())
+    if top_k is not None and 0 <= top_k < len(items):
+        if top_k == 0:
+            return []
+        # Only documents scoring at least the k-th best can be in the top k: sort those alone.
+        kth = heapq.nlargest(top_k, (s for _, s in items))[-1]
+        items = [(d, s) for d, s in items if s >= kth]
+    ranked = sorted(items, key=lambda kv: (-kv[1], sort_key(kv[0])))
     return ranked if top_k is None else ranked[: max(top_k, 0)]

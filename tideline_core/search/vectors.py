@@ -1,4 +1,4 @@
-"""The in-memory vector index: one matrix per (agent, kind), refreshed incrementally from the store."""
+"""The in-memory vector index: one matrix per (agent, kind, view), refreshed incrementally from the store."""
 
 from __future__ import annotations
 
@@ -66,28 +66,28 @@ class VectorIndex:
     def __init__(self, db: Database, model: str) -> None:
         self.db = db
         self.model = model
-        self._shards: dict[tuple[str, str], _Shard] = {}
+        self._shards: dict[tuple[str, str, str], _Shard] = {}
         self._guard = threading.Lock()
 
-    def _shard(self, agent_id: str, kind: str) -> _Shard:
+    def _shard(self, agent_id: str, kind: str, view: str) -> _Shard:
         with self._guard:
-            shard = self._shards.get((agent_id, kind))
+            shard = self._shards.get((agent_id, kind, view))
             if shard is None:
-                shard = self._shards[(agent_id, kind)] = _Shard(model=self.model)
+                shard = self._shards[(agent_id, kind, view)] = _Shard(model=self.model)
             return shard
 
-    def refresh(self, agent_id: str, kind: str) -> _Shard:
-        shard = self._shard(agent_id, kind)
+    def refresh(self, agent_id: str, kind: str, view: str = "base") -> _Shard:
+        shard = self._shard(agent_id, kind, view)
         with shard.lock:
             with self.db.read() as conn:
-                last_id, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.last_id, self.model)
+                last_id, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.last_id, self.model, view)
             if matrix is not None:
                 shard.absorb(row_ids, matrix, times)
                 shard.last_id = last_id
         return shard
 
-    def count(self, agent_id: str, kind: str) -> int:
-        return self.refresh(agent_id, kind).size
+    def count(self, agent_id: str, kind: str, view: str = "base") -> int:
+        return self.refresh(agent_id, kind, view).size
 
     def search(
         self,
@@ -97,9 +97,10 @@ class VectorIndex:
         k: int,
         since: datetime | None = None,
         until: datetime | None = None,
+        view: str = "base",
     ) -> list[tuple[int, float]]:
-        """Top-k (row id, cosine) of the agent's rows of `kind`, optionally within a time range."""
-        shard = self.refresh(agent_id, kind)
+        """Top-k (row id, cosine) of the agent's rows of `kind` in `view`, optionally within a time range."""
+        shard = self.refresh(agent_id, kind, view)
         with shard.lock:
             if shard.size == 0:
                 return []
@@ -117,8 +118,8 @@ class VectorIndex:
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(int(shard.row_ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
-    def matrix(self, agent_id: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    def matrix(self, agent_id: str, kind: str, view: str = "base") -> tuple[np.ndarray, np.ndarray]:
         """A copy of (row ids, vectors) for an agent — for clustering and backfill."""
-        shard = self.refresh(agent_id, kind)
+        shard = self.refresh(agent_id, kind, view)
         with shard.lock:
             return shard.row_ids[: shard.size].copy(), shard.matrix[: shard.size].copy()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, and_, func, insert, or_, select
 
 from tideline_core.inputs import ContextTurnIn
 from tideline_core.records import ContextTurnRecord
@@ -19,6 +19,36 @@ from tideline_core.timeutil import utcnow
 def turn_text(speaker: str, content: str) -> str:
     """How a turn reads to the embedder and the keyword index: `speaker: content`."""
     return f"{speaker}: {content}" if speaker else content
+
+
+def preceding_window(conn: Connection, ids: Sequence[int], before: int = 2) -> dict[int, str]:
+    """Each turn's text with up to `before` turns preceding it in its session, joined by newlines.
+
+    Order is (created_at, id), the conversation order. Only earlier turns are used so the text is
+    fixed once the turn is written and its vector never has to be recomputed.
+    """
+    if not ids:
+        return {}
+    rows = conn.execute(
+        select(ContextTurn.id, ContextTurn.agent_id, ContextTurn.session_id, ContextTurn.speaker, ContextTurn.content,
+               ContextTurn.created_at).where(ContextTurn.id.in_(list(ids)))
+    ).all()
+    out: dict[int, str] = {}
+    for r in rows:
+        earlier = conn.execute(
+            select(ContextTurn.speaker, ContextTurn.content)
+            .where(
+                ContextTurn.agent_id == r.agent_id,
+                ContextTurn.session_id == r.session_id,
+                or_(ContextTurn.created_at < r.created_at,
+                    and_(ContextTurn.created_at == r.created_at, ContextTurn.id < r.id)),
+            )
+            .order_by(ContextTurn.created_at.desc(), ContextTurn.id.desc())
+            .limit(before)
+        ).all()
+        parts = [turn_text(e.speaker, e.content) for e in reversed(earlier)] if before > 0 else []
+        out[r.id] = "\n".join([*parts, turn_text(r.speaker, r.content)])
+    return out
 
 
 def insert_turns(conn: Connection, agent_id: str, turns: Sequence[ContextTurnIn]) -> list[int]:

@@ -14,6 +14,9 @@ from tideline_core.store.context import turn_text
 from tideline_core.store.narratives import load_narratives, narrative_embedding_text
 
 KINDS = ("narrative", "context")
+VIEWS = ("base", "ctx")
+# Which kinds carry each view: every row has 'base'; only context turns have a preceding-turns 'ctx'.
+KINDS_WITH_VIEW: dict[str, tuple[str, ...]] = {"base": KINDS, "ctx": ("context",)}
 _TABLE: dict[str, type[Narrative] | type[ContextTurn]] = {"narrative": Narrative, "context": ContextTurn}
 
 
@@ -68,26 +71,38 @@ def from_blob(blob: bytes, dim: int) -> np.ndarray:
 
 
 def save_embeddings(
-    conn: Connection, kind: str, rows: Sequence[PendingRow], vectors: np.ndarray, model: str
+    conn: Connection,
+    kind: str,
+    rows: Sequence[PendingRow],
+    vectors: np.ndarray,
+    model: str,
+    *,
+    view: str = "base",
+    mark_done: bool = True,
 ) -> int:
-    """Store one vector per row (replacing any older one) and mark the rows done. Idempotent."""
+    """Store one `view` vector per row (replacing any older one) and mark the rows done. Idempotent.
+
+    Pass `mark_done=False` for all but the last view saved in one transaction, so a row is done
+    only once every view of it is stored.
+    """
     if not rows:
         return 0
     matrix = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
     ids = [r.id for r in rows]
-    conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.row_id.in_(ids)))
+    conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.view == view, Embedding.row_id.in_(ids)))
     conn.execute(
         insert(Embedding),
         [
             {"kind": kind, "row_id": r.id, "agent_id": r.agent_id, "model": model, "dim": matrix.shape[1],
-             "vector": to_blob(matrix[i])}
+             "vector": to_blob(matrix[i]), "view": view}
             for i, r in enumerate(rows)
         ],
     )
-    table = _TABLE[kind]
-    conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))
+    if mark_done:
+        table = _TABLE[kind]
+        conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))
     return len(ids)
 
 
@@ -97,20 +112,27 @@ def mark_failed(conn: Connection, kind: str, ids: Sequence[int]) -> None:
     conn.execute(update(table).where(table.id.in_(list(ids))).values(embedding_state="failed"))
 
 
-def mark_stale(conn: Connection, model: str) -> int:
-    """Rows embedded by another model go back to pending, so a model change re-embeds everything."""
+def mark_stale(conn: Connection, model: str, view: str = "base") -> int:
+    """Done rows without a `view` vector from `model` go back to pending, so the worker re-embeds them.
+
+    Covers a model change (every vector is from another model) and a view added later (context
+    turns embedded before the 'ctx' view existed).
+    """
     changed = 0
-    for kind, table in _TABLE.items():
-        stale = select(Embedding.row_id).where(Embedding.kind == kind, Embedding.model != model)
-        result = conn.execute(update(table).where(table.id.in_(stale), table.embedding_state == "done").values(embedding_state="pending"))
+    for kind in KINDS_WITH_VIEW.get(view, ()):
+        table = _TABLE[kind]
+        current = select(Embedding.row_id).where(Embedding.kind == kind, Embedding.view == view, Embedding.model == model)
+        result = conn.execute(
+            update(table).where(table.embedding_state == "done", table.id.not_in(current)).values(embedding_state="pending")
+        )
         changed += result.rowcount or 0
     return changed
 
 
 def load_since(
-    conn: Connection, agent_id: str, kind: str, after_id: int, model: str
+    conn: Connection, agent_id: str, kind: str, after_id: int, model: str, view: str = "base"
 ) -> tuple[int, list[int], np.ndarray | None, list[datetime]]:
-    """Vectors of `agent_id` with embedding id > `after_id` for `model`.
+    """Vectors of `agent_id` with embedding id > `after_id` for `model` and `view`.
 
     → (max embedding id, row ids, matrix, each row's time: occurred_at or the turn's created_at).
     """
@@ -119,7 +141,8 @@ def load_since(
     rows = conn.execute(
         select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp)
         .join(table, table.id == Embedding.row_id)
-        .where(Embedding.agent_id == agent_id, Embedding.kind == kind, Embedding.model == model, Embedding.id > after_id)
+        .where(Embedding.agent_id == agent_id, Embedding.kind == kind, Embedding.model == model,
+               Embedding.view == view, Embedding.id > after_id)
         .order_by(Embedding.id)
     ).all()
     if not rows:

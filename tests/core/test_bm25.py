@@ -1,0 +1,76 @@
+"""The in-memory BM25 index and its analyzer: incremental updates, weighted queries, Chinese, stemming."""
+
+from __future__ import annotations
+
+from tideline_core.search.bm25 import BM25Index, analyze, stem
+
+
+def build(docs: dict[int, str]) -> BM25Index:
+    index = BM25Index(k1=0.9, b=0.4)
+    for doc_id, text in docs.items():
+        index.add(doc_id, analyze(text))
+    return index
+
+
+def test_added_documents_are_found_and_ranked_by_term_rarity() -> None:
+    index = build({1: "the cat sat on the mat", 2: "the dog sat on the log", 3: "a cat and a dog"})
+    assert len(index) == 3 and 1 in index
+    ranked = [doc for doc, _ in index.score(analyze("cat mat"))]
+    assert ranked[0] == 1 and set(ranked) == {1, 3}
+    assert index.score(analyze("giraffe")) == []
+
+
+def test_adding_an_existing_id_replaces_it_and_removing_forgets_it() -> None:
+    index = build({1: "apples and pears", 2: "bananas"})
+    index.add(1, analyze("cherries"))
+    assert len(index) == 2
+    assert index.score(analyze("apples")) == []
+    assert [doc for doc, _ in index.score(analyze("cherries"))] == [1]
+    assert index.remove(2) is True and index.remove(2) is False
+    assert index.score(analyze("bananas")) == [] and len(index) == 1
+
+
+def test_many_removals_compact_without_changing_answers() -> None:
+    index = BM25Index()
+    for i in range(3000):
+        index.add(i, ["common", f"word{i % 7}"])
+    for i in range(0, 2500):
+        index.remove(i)
+    hits = index.score(["word3"])
+    assert {doc for doc, _ in hits} == {i for i in range(2500, 3000) if i % 7 == 3}
+
+
+def test_weighted_terms_change_the_order() -> None:
+    index = build({1: "kite beach", 2: "tax report"})
+    kite_first = index.score({stem("kite"): 2.0, "tax": 0.5})
+    tax_first = index.score({stem("kite"): 0.5, "tax": 2.0})
+    assert [d for d, _ in kite_first] == [1, 2] and [d for d, _ in tax_first] == [2, 1]
+    assert abs(kite_first[0][1] - 4 * kite_first[1][1]) < 1e-9  # the score scales with the weight
+    assert index.score({stem("kite"): 0.0}) == []  # a zero weight is no term at all
+
+
+def test_top_k_keeps_the_best_and_the_order_is_deterministic() -> None:
+    index = build({i: "same words here" for i in range(10)})
+    hits = index.score(analyze("words"), top_k=3)
+    assert [doc for doc, _ in hits] == [0, 1, 2]
+
+
+def test_two_character_chinese_words_match() -> None:
+    index = build({1: "今天下午我们去公园散步了", 2: "明天去服务中心办手续", 3: "中华人民共和国成立"})
+    assert [doc for doc, _ in index.score(analyze("公园"))] == [1]
+    assert [doc for doc, _ in index.score(analyze("服务"))] == [2]
+    assert [doc for doc, _ in index.score(analyze("人民"))] == [3]  # a word inside a longer one
+
+
+def test_stemming_conflates_common_english_forms() -> None:
+    assert stem("painting") == stem("paints") == stem("painted") == stem("paint")
+    assert stem("hiking") == stem("hikes") == stem("hike")
+    assert stem("studies") == stem("studied") == stem("study")
+    assert stem("bus") == "bus" and stem("公园") == "公园"
+    index = build({1: "She painted a sunset", 2: "He went swimming"})
+    assert [doc for doc, _ in index.score(analyze("paintings"))] == [1]
+
+
+def test_stopwords_and_possessives_are_dropped() -> None:
+    assert analyze("What is Caroline's plan?") == ["carolin", "plan"]
+    assert "what" in analyze("what", keep_stopwords=True)

@@ -1,0 +1,87 @@
+"""Query construction, pure: keyword terms and embedding texts from a question or a dialogue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+import jieba.analyse
+
+from tideline_core.search.bm25 import analyze
+
+LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts
+SELF_LINE_WEIGHT = 0.5  # the agent's own lines say less about what to recall than the other party's
+KEYWORDS_PER_LINE = 10
+
+
+class Line(Protocol):
+    """One line of a dialogue: who said it, what, and whether the agent itself said it."""
+
+    @property
+    def speaker(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_self(self) -> bool: ...
+
+
+def question_terms(text: str) -> dict[str, float]:
+    """A one-line query: each analyzed term once, weight 1."""
+    return dict.fromkeys(analyze(text), 1.0)
+
+
+def conversation_terms(lines: Sequence[Line]) -> dict[str, float]:
+    """TF-IDF keywords of each line (jieba), weighted by recency and by who said it.
+
+    Plain BM25 over a whole dialogue drowns in its chit-chat; a line's few salient words, newest
+    lines first, carry what the other party is talking about.
+    """
+    weights: dict[str, float] = {}
+    n = len(lines)
+    for j, line in enumerate(lines):
+        w = LINE_DECAY ** (n - 1 - j) * (SELF_LINE_WEIGHT if line.is_self else 1.0)
+        for keyword, salience in jieba.analyse.extract_tags(line.text, topK=KEYWORDS_PER_LINE, withWeight=True):
+            for term in analyze(keyword):
+                weights[term] = weights.get(term, 0.0) + w * float(salience)
+    return weights
+
+
+def merge_terms(*parts: Mapping[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in parts:
+        for term, w in part.items():
+            out[term] = out.get(term, 0.0) + w
+    return out
+
+
+def _line(line: Line) -> str:
+    return f"{line.speaker}: {line.text}" if line.speaker else line.text
+
+
+def conversation_texts(lines: Sequence[Line]) -> list[str]:
+    """Texts whose query embeddings are summed: the other party's lines, and the last two lines.
+
+    The first holds the topic the other party keeps returning to, the second where the dialogue
+    is now (including the agent's own last words).
+    """
+    texts: list[str] = []
+    others = [_line(x) for x in lines if not x.is_self]
+    if others:
+        texts.append("\n".join(others))
+    texts.append("\n".join(_line(x) for x in lines[-2:]))
+    return texts
+
+
+def named_speakers(texts: Iterable[str], speakers: Iterable[str]) -> set[str]:
+    """Speakers a query names (a word of the name is a word of the query, case-insensitive).
+
+    Empty when the query names no speaker or every speaker: then the name tells nothing apart.
+    """
+    words: set[str] = set()
+    for text in texts:
+        words.update(analyze(text, keep_stopwords=True))
+    everyone = set(speakers)
+    named = {sp for sp in everyone if sp and set(analyze(sp, keep_stopwords=True)) & words}
+    return named if len(named) < len(everyone) else set()
