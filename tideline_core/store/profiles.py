@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
@@ -13,31 +15,44 @@ from tideline_core.schema import Profile, ProfileHistory, SelfConcept, SelfConce
 from tideline_core.timeutil import utcnow
 
 
-def upsert_profile(conn: Connection, agent_id: str, data: ProfileIn) -> tuple[int, int]:
-    """Create or replace the (entity, kind) entry; the replaced text moves to history. → (id, version)."""
+def _upsert_versioned(
+    conn: Connection, table: Any, history: Any, owner: str, agent_id: str, keys: dict[str, str], values: dict[str, Any]
+) -> tuple[int, int]:
+    """Insert the entry named by `keys`, or replace its content and move the old text to `history`.
+
+    → (id, version). `owner` is the history table's column pointing back at the entry.
+    """
     now = utcnow()
     current = conn.execute(
-        select(Profile.__table__).where(Profile.agent_id == agent_id, Profile.entity == data.entity, Profile.kind == data.kind)
+        select(table.__table__).where(table.agent_id == agent_id, *(getattr(table, k) == v for k, v in keys.items()))
     ).one_or_none()
     if current is None:
         new_id = conn.execute(
-            insert(Profile)
-            .values(agent_id=agent_id, entity=data.entity, kind=data.kind, content=data.content,
-                    pinned=data.pinned, version=1, created_at=now, updated_at=now)
-            .returning(Profile.id)
+            insert(table).values(agent_id=agent_id, **keys, **values, version=1, created_at=now, updated_at=now)
+            .returning(table.id)
         ).scalar_one()
         return int(new_id), 1
-    conn.execute(
-        insert(ProfileHistory).values(
-            profile_id=current.id, agent_id=agent_id, version=current.version, content=current.content, changed_at=now
-        )
-    )
+    conn.execute(insert(history).values(**{owner: current.id}, agent_id=agent_id, version=current.version,
+                                        content=current.content, changed_at=now))
     version = current.version + 1
-    conn.execute(
-        update(Profile).where(Profile.id == current.id)
-        .values(content=data.content, pinned=data.pinned, version=version, updated_at=now)
-    )
-    return current.id, version
+    conn.execute(update(table).where(table.id == current.id).values(**values, version=version, updated_at=now))
+    return int(current.id), version
+
+
+def _histories(conn: Connection, history: Any, owner: str, ids: list[int]) -> dict[int, tuple[tuple[int, str, datetime], ...]]:
+    """Earlier versions of each entry, oldest first."""
+    found: dict[int, list[tuple[int, str, datetime]]] = defaultdict(list)
+    if ids:
+        column = getattr(history, owner)
+        for h in conn.execute(select(history.__table__).where(column.in_(ids)).order_by(history.version)).all():
+            found[h._mapping[owner]].append((h.version, h.content, h.changed_at))
+    return {i: tuple(found[i]) for i in ids}
+
+
+def upsert_profile(conn: Connection, agent_id: str, data: ProfileIn) -> tuple[int, int]:
+    """Create or replace the (entity, kind) entry; the replaced text moves to history. → (id, version)."""
+    return _upsert_versioned(conn, Profile, ProfileHistory, "profile_id", agent_id,
+                             {"entity": data.entity, "kind": data.kind}, {"content": data.content, "pinned": data.pinned})
 
 
 def read_profiles(
@@ -49,40 +64,18 @@ def read_profiles(
     if kind is not None:
         query = query.where(Profile.kind == kind)
     rows = conn.execute(query.order_by(Profile.pinned.desc(), Profile.entity, Profile.kind)).all()
-    history: dict[int, list[tuple[int, str, object]]] = defaultdict(list)
-    if with_history and rows:
-        for h in conn.execute(
-            select(ProfileHistory.__table__).where(ProfileHistory.profile_id.in_([r.id for r in rows])).order_by(ProfileHistory.version)
-        ).all():
-            history[h.profile_id].append((h.version, h.content, h.changed_at))
+    history = _histories(conn, ProfileHistory, "profile_id", [r.id for r in rows] if with_history else [])
     return [
         ProfileRecord(id=r.id, entity=r.entity, kind=r.kind, content=r.content, pinned=r.pinned, version=r.version,
-                      updated_at=r.updated_at, history=tuple(history[r.id]))  # type: ignore[arg-type]
+                      updated_at=r.updated_at, history=history.get(r.id, ()))
         for r in rows
     ]
 
 
 def upsert_self_concept(conn: Connection, agent_id: str, data: SelfConceptIn) -> tuple[int, int]:
-    now = utcnow()
-    current = conn.execute(
-        select(SelfConcept.__table__).where(SelfConcept.agent_id == agent_id, SelfConcept.kind == data.kind, SelfConcept.key == data.key)
-    ).one_or_none()
-    if current is None:
-        new_id = conn.execute(
-            insert(SelfConcept)
-            .values(agent_id=agent_id, kind=data.kind, key=data.key, content=data.content, version=1,
-                    created_at=now, updated_at=now)
-            .returning(SelfConcept.id)
-        ).scalar_one()
-        return int(new_id), 1
-    conn.execute(
-        insert(SelfConceptHistory).values(
-            self_concept_id=current.id, agent_id=agent_id, version=current.version, content=current.content, changed_at=now
-        )
-    )
-    version = current.version + 1
-    conn.execute(update(SelfConcept).where(SelfConcept.id == current.id).values(content=data.content, version=version, updated_at=now))
-    return current.id, version
+    """Create or replace the (kind, key) entry; the replaced text moves to history. → (id, version)."""
+    return _upsert_versioned(conn, SelfConcept, SelfConceptHistory, "self_concept_id", agent_id,
+                             {"kind": data.kind, "key": data.key}, {"content": data.content})
 
 
 def read_self_concept(
@@ -92,17 +85,10 @@ def read_self_concept(
     if kind is not None:
         query = query.where(SelfConcept.kind == kind)
     rows = conn.execute(query.order_by(SelfConcept.kind, SelfConcept.key)).all()
-    history: dict[int, list[tuple[int, str, object]]] = defaultdict(list)
-    if with_history and rows:
-        for h in conn.execute(
-            select(SelfConceptHistory.__table__)
-            .where(SelfConceptHistory.self_concept_id.in_([r.id for r in rows]))
-            .order_by(SelfConceptHistory.version)
-        ).all():
-            history[h.self_concept_id].append((h.version, h.content, h.changed_at))
+    history = _histories(conn, SelfConceptHistory, "self_concept_id", [r.id for r in rows] if with_history else [])
     return [
         SelfConceptRecord(id=r.id, kind=r.kind, key=r.key, content=r.content, version=r.version,
-                          updated_at=r.updated_at, history=tuple(history[r.id]))  # type: ignore[arg-type]
+                          updated_at=r.updated_at, history=history.get(r.id, ()))
         for r in rows
     ]
 
