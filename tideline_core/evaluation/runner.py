@@ -169,8 +169,11 @@ def run_madial(
     memory_of: dict[tuple[str, int], str] = {}
     for number, memory in enumerate(memories, 1):
         agent = agent_of_user(memory.user)
-        data = NarrativeIn(gesture=memory.event, context=memory.scene, moment=memory.time,
-                           tags=[t for t in (memory.emotion,) if t], occurred_at=_memory_time(memory.time))
+        when = _memory_time(memory.time)
+        # A date is when the event happened (occurred_at), not a description of the moment; only a
+        # time that is not a date is kept as text.
+        data = NarrativeIn(gesture=memory.event, context=memory.scene, moment="" if when else memory.time,
+                           tags=[t for t in (memory.emotion,) if t], occurred_at=when)
         with db.write() as conn:
             written = insert_narrative(conn, agent, data)
         memory_of[(agent, written.id)] = memory.id
