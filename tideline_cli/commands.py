@@ -97,6 +97,7 @@ def cmd_flower(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     from mcp_server.dispatch import CeleryDispatcher
+    from tideline_core.store.dream_runs import recent_runs
     from tideline_core.store.status import counts, last_task_events
 
     agent = _agent(settings, args)
@@ -105,6 +106,7 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         with db.read() as conn:
             agent_counts = counts(conn, agent)
             events = last_task_events(conn, 5, agent_id=agent)
+            runs = recent_runs(conn, agent, limit=8)
     finally:
         db.close()
     dispatcher = CeleryDispatcher(settings)
@@ -113,7 +115,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         dispatcher.close()
     report = {"agent": agent, "database": settings.resolved_database_url, "counts": asdict(agent_counts),
-              "queues": depths, "workers": workers, "last_task_events": [asdict(e) for e in events]}
+              "queues": depths, "workers": workers, "last_task_events": [asdict(e) for e in events],
+              "dream_runs": [asdict(r) for r in runs]}
     if args.json:
         print(_dump(report))
         return 0
@@ -130,6 +133,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
     for e in events:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
+    for r in runs:
+        print(f"  dream {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     return 0
 
 

@@ -92,6 +92,29 @@ def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp
     assert "queues: broker unreachable" in status.stdout
 
 
+def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> None:
+    from tideline_core.settings import Settings
+    from tideline_core.store.database import Database
+    from tideline_core.store.dream_runs import fail_run, finish_run, start_run
+
+    db = Database.open(Settings(home=Path(cli_env["TIDELINE_HOME"])).resolved_database_url)
+    with db.write() as conn:
+        start_run(conn, "alice", "2026-11-29", "refresh", {})
+        finish_run(conn, "alice", "2026-11-29", "refresh", {"changed": 3})
+        start_run(conn, "alice", "2026-11-29", "recluster", {})
+        fail_run(conn, "alice", "2026-11-29", "recluster", "vectors contain NaN")
+        start_run(conn, "bob", "2026-11-29", "scan", {})
+    db.close()
+
+    status = tideline(cli_env, "status")
+    assert status.returncode == 0, status.stderr
+    assert "dream 2026-11-29 refresh: done" in status.stdout
+    assert "dream 2026-11-29 recluster: failed (vectors contain NaN)" in status.stdout
+    assert "scan" not in status.stdout  # bob's run is bob's
+    runs = json.loads(tideline(cli_env, "status", "--json").stdout)["dream_runs"]
+    assert {(r["stage"], r["status"]) for r in runs} == {("refresh", "done"), ("recluster", "failed")}
+
+
 def test_help_explains_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     from tideline_cli.main import main
 
