@@ -7,14 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import Connection, insert, or_, select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from tideline_core.backfill import NarrativeAnchor, TurnAnchor, propose_links
 from tideline_core.scanner import NarrativeRow, ScanReport, TurnRow, scan
 from tideline_core.schema import ContextTurn, Embedding, Narrative, NarrativeSource, ScanWatermark
 from tideline_core.store.database import Database
-from tideline_core.timeutil import utcnow
 
 
 def watermark_of(conn: Connection, agent_id: str) -> int:
@@ -48,18 +45,6 @@ def scan_agent(db: Database, agent_id: str) -> ScanReport:
             )
         ]
     return scan(narratives, turns, mark)
-
-
-def advance_watermark(db: Database, agent_id: str, watermark: int) -> int:
-    """Move the agent's watermark forward (never back); returns the stored value."""
-    with db.write() as conn:
-        current = watermark_of(conn, agent_id)
-        value = max(current, watermark)
-        values = {"agent_id": agent_id, "last_context_id": value, "updated_at": utcnow()}
-        upsert = (sqlite_insert if conn.dialect.name == "sqlite" else pg_insert)(ScanWatermark).values(**values)
-        conn.execute(upsert.on_conflict_do_update(index_elements=["agent_id"],
-                                                  set_={"last_context_id": value, "updated_at": values["updated_at"]}))
-    return value
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,6 @@ def to_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
-def from_blob(blob: bytes, dim: int) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32, count=dim)
-
-
 def save_embeddings(
     conn: Connection,
     kind: str,
@@ -104,12 +100,6 @@ def save_embeddings(
         table = _TABLE[kind]
         conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))
     return len(ids)
-
-
-def mark_failed(conn: Connection, kind: str, ids: Sequence[int]) -> None:
-    """Rows the embedder rejected for good (not transient): kept searchable by keyword, not retried."""
-    table = _TABLE[kind]
-    conn.execute(update(table).where(table.id.in_(list(ids))).values(embedding_state="failed"))
 
 
 def mark_stale(conn: Connection, model: str, view: str = "base") -> int:
