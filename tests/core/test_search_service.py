@@ -167,3 +167,21 @@ def test_a_new_turn_is_keyword_visible_on_the_next_search_and_single_characters_
     (new,) = record(db, "alice", "s", [("Ann", "我们去公园看灯塔 lighthouse")])
     assert [h.id for h in search(svc, query="lighthouse", mode="keyword")] == [new]
     assert [h.id for h in search(svc, query="园", mode="keyword")] == [new]  # not a word: FTS/LIKE fallback
+
+
+def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Database) -> None:
+    june = record(db, "alice", "june", [("Ann", "We went camping by the lake.")], start=datetime(2023, 6, 3, tzinfo=timezone.utc))
+    august = record(db, "alice", "august", [("Ann", "We went camping by the lake.")],
+                    start=datetime(2023, 8, 20, tzinfo=timezone.utc))
+    svc = service(db, WordsEmbedder())
+    on_day = search(svc, query="Where did Ann go camping on 3 June, 2023?", kinds="context")
+    assert on_day[0].id == june[0] and on_day[0].signals["time"] > 0 and "time" not in on_day[1].signals
+    in_month = search(svc, query="Where did Ann go camping in August 2023?", kinds="context")
+    assert in_month[0].id == august[0]
+    undated = search(svc, query="Where did Ann go camping?", kinds="context")
+    assert all("time" not in h.signals for h in undated)
+    memory = NarrativeIn(gesture="camping by the lake", occurred_at=datetime(2021, 7, 4, tzinfo=timezone.utc))
+    with db.write() as conn:
+        remembered = insert_narrative(conn, "alice", memory).id
+    svc = service(db, WordsEmbedder())
+    assert search(svc, query="camping by the lake in summer 2021", kinds="all")[0].id == remembered

@@ -16,7 +16,7 @@ import bisect
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import cast
 
 from sqlalchemy import select
@@ -190,6 +190,12 @@ class KeywordIndex:
         shard = self._shard(agent_id, "context")
         with shard.lock:
             return set(shard.speaker_turns)
+
+    def times_of(self, agent_id: str, kind: str, ids: Sequence[int]) -> dict[int, datetime]:
+        """When each row happened (a turn's time, a memory's occurred_at)."""
+        shard = self.refresh(agent_id, kind)
+        with shard.lock:
+            return {i: datetime.fromtimestamp(shard.times[i], timezone.utc) for i in ids if i in shard.times}
 
     def speakers_of(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
         shard = self._shard(agent_id, "context")

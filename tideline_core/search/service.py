@@ -29,20 +29,23 @@ from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.lexical import KeywordIndex
 from tideline_core.search.query import conversation_terms, conversation_texts, merge_terms, named_speakers, question_terms
 from tideline_core.search.vectors import VectorIndex
+from tideline_core.search.when import closeness, mentioned_times
 from tideline_core.store.context import load_turns
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import load_narratives
 from tideline_core.text import query_terms
+from tideline_core.timeutil import utcnow
 
 KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
 # Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier
 # than a question's, so keyword signals weigh less there.
-QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 1.0, "dense": 0.5, "ctx": 1.0, "speaker": 0.7}
-CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7}
-FLOORS = {"kw": 0.0, "kw_ctx": 0.0}  # BM25's lowest possible score, so a lone weak match stays weak
+QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 1.0, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
+CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
+FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}  # BM25's lowest possible score, so a lone weak match stays weak
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
 KEYWORD_DEPTH = 1000
 GAMMA = 0.2  # neighbour spreading
+MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
 Key = tuple[str, int]
 
 
@@ -126,6 +129,7 @@ class SearchService:
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+        self._time_signal(agent_id, [params.query, *(x.text for x in lines[-2:])], signals)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
         scores, parts = combine(signals, weights=weights, floors=FLOORS)
@@ -165,6 +169,21 @@ class SearchService:
         with self.db.read() as conn:
             hits = keyword.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
         signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
+
+    def _time_signal(self, agent_id: str, texts: Sequence[str], signals: dict[str, dict[Hashable, float]]) -> None:
+        windows = [w for text in texts if text for w in mentioned_times(text, utcnow())]
+        if not windows:
+            return
+        keys = cast(list[Key], {key for values in signals.values() for key in values})
+        lifted: dict[Hashable, float] = {}
+        for kind in ("narrative", "context"):
+            ids = sorted(key[1] for key in keys if key[0] == kind)
+            for row_id, when in self.keywords.times_of(agent_id, kind, ids).items():
+                near = closeness(windows, when)
+                if near >= MIN_CLOSENESS:
+                    lifted[(kind, row_id)] = near
+        if lifted:
+            signals["time"] = lifted
 
     def _speaker_signal(self, agent_id: str, texts: Sequence[str], signals: dict[str, dict[Hashable, float]]) -> None:
         named = named_speakers([t for t in texts if t], self.keywords.speaker_names(agent_id))

@@ -1,0 +1,176 @@
+"""Dates a query mentions, pure: English and Chinese date phrases → time windows, and closeness to them.
+
+"What did Maria donate in December 2023?", "on 3 June, 2023", "October 13, 2023", "summer 2021",
+"2023年5月3日", "去年", "last week": each becomes a half-open UTC window [start, end). Relative
+phrases are resolved against `now` (the moment of the query). A memory's closeness to the query's
+time is 1 inside a window and decays with its distance outside, on the window's own scale (a day
+mention is sharper than a year mention).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")),
+        start=1,
+    )
+    for name in names
+}
+SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
+_MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<{}>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<{}>(?:19|20)\d\d)"
+
+# Longest forms first; each match's span is blanked before shorter forms look, so "3 June, 2023"
+# is one day, not also the month "June, 2023" and the year "2023".
+_ENGLISH = [
+    ("day", re.compile(rf"\b{_DAY.format('d')}\s+(?:of\s+)?{_MONTH.format('m')},?\s*{_YEAR.format('y')}\b", re.I)),
+    ("day", re.compile(rf"\b{_MONTH.format('m')}\s+{_DAY.format('d')},?\s*{_YEAR.format('y')}\b", re.I)),
+    ("season", re.compile(rf"\b(?P<s>spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR.format('y')}\b", re.I)),
+    ("month", re.compile(rf"\b{_MONTH.format('m')},?\s+(?:of\s+)?{_YEAR.format('y')}\b", re.I)),
+    ("day", re.compile(rf"\b{_DAY.format('d')}\s+(?:of\s+)?{_MONTH.format('m')}\b", re.I)),
+    ("day", re.compile(rf"\b{_MONTH.format('m')}\s+{_DAY.format('d')}\b(?!\s*:)", re.I)),
+    ("year", re.compile(rf"(?<![\d:/.-]){_YEAR.format('y')}(?![\d:/.-])")),
+    # A month with no year ("camping in June"): that month of any year. A preposition is required so
+    # the modal "may" is not read as a month.
+    ("yearly", re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+{_MONTH.format('m')}\b", re.I)),
+]
+_CHINESE = [
+    ("day", re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s*年\s*)?(?P<m>1[0-2]|0?[1-9])\s*月\s*(?P<d>[0-3]?\d)\s*[日号]")),
+    ("month", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年\s*(?P<m>1[0-2]|0?[1-9])\s*月")),
+    ("year", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年")),
+    ("yearly", re.compile(r"(?<![\d年])(?P<m>1[0-2]|0?[1-9])\s*月份?(?![\d])(?!\s*[\d]+\s*[日号])")),
+]
+_RELATIVE_DAYS = {"today": 0, "yesterday": 1, "今天": 0, "今日": 0, "昨天": 1, "昨日": 1, "前天": 2}
+_RELATIVE = re.compile(
+    r"\b(?P<en>today|yesterday|last\s+(?:week|month|year)|this\s+(?:week|month|year))\b"
+    r"|(?P<zh>今天|今日|昨天|昨日|前天|上周|上星期|上个月|上個月|去年|今年|本周|这周|这个月|本月)",
+    re.I,
+)
+# How far outside its window a time may lie and still count for something, per granularity.
+SCALE_DAYS = {"day": 3.0, "week": 4.0, "month": 10.0, "season": 20.0, "year": 60.0}
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    start: datetime
+    end: datetime  # exclusive
+    granularity: str  # day | week | month | season | year
+    yearly: bool = False  # the same stretch of every year ("in June"): compared within `when`'s year
+
+    def closeness(self, when: datetime) -> float:
+        """1 inside the window, exp(-distance / scale) outside it."""
+        if self.yearly:
+            return max(
+                TimeWindow(shifted.start, shifted.end, self.granularity).closeness(when)
+                for shifted in (self._in_year(when.year + d) for d in (-1, 0, 1)) if shifted is not None
+            )
+        if self.start <= when < self.end:
+            return 1.0
+        gap = (self.start - when) if when < self.start else (when - self.end)
+        return math.exp(-(gap.total_seconds() / 86400.0) / SCALE_DAYS[self.granularity])
+
+    def _in_year(self, year: int) -> TimeWindow | None:
+        start = _utc(year, self.start.month, self.start.day)
+        return None if start is None else TimeWindow(start, start + (self.end - self.start), self.granularity)
+
+
+def _utc(year: int, month: int = 1, day: int = 1) -> datetime | None:
+    try:
+        return datetime(year, month, day, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _month_after(year: int, month: int, months: int = 1) -> datetime:
+    index = year * 12 + (month - 1) + months
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=timezone.utc)
+
+
+def _window(kind: str, year: int, month: int = 1, day: int = 1, span: int = 1) -> TimeWindow | None:
+    start = _utc(year, month, day)
+    if start is None:
+        return None
+    if kind == "day":
+        return TimeWindow(start, start + timedelta(days=1), "day")
+    if kind in ("month", "season"):
+        return TimeWindow(start, _month_after(year, month, span), kind)
+    return TimeWindow(start, _utc(year + 1) or start, "year")
+
+
+def _blank(text: str, match: re.Match[str]) -> str:
+    return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end():]
+
+
+def _absolute(text: str, now: datetime) -> list[TimeWindow]:
+    windows: list[TimeWindow] = []
+    years = [int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", text)]
+    # "August 11 and August 15 2023": one year for both; with no year anywhere, any year will do.
+    default_year = years[0] if years else 2000
+    for kind, pattern in _CHINESE + _ENGLISH:  # 2023年 must not be read as the English bare year first
+        for match in list(pattern.finditer(text)):
+            groups = match.groupdict()
+            year = int(groups["y"]) if groups.get("y") else default_year
+            if kind == "yearly":
+                month = groups["m"]
+                number = int(month) if month.isdigit() else MONTHS[month.lower()]
+                # Any year will do; the window is re-anchored in each row's own year.
+                start = datetime(2000, number, 1, tzinfo=timezone.utc)
+                windows.append(TimeWindow(start, _month_after(2000, number), "month", yearly=True))
+                text = _blank(text, match)
+                continue
+            if kind == "season":
+                month, span = SEASONS[groups["s"].lower()]
+                window = _window("season", year, month, span=span)
+            else:
+                month = groups.get("m")
+                month_number = (MONTHS[month.lower()] if month and not month.isdigit() else int(month)) if month else 1
+                window = _window(kind, year, month_number, int(groups.get("d") or 1))
+                if window is not None and not groups.get("y") and not years:
+                    window = TimeWindow(window.start, window.end, window.granularity, yearly=True)
+            if window is not None:
+                windows.append(window)
+            text = _blank(text, match)
+    return windows
+
+
+def _relative(text: str, now: datetime) -> list[TimeWindow]:
+    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    windows: list[TimeWindow] = []
+    for match in _RELATIVE.finditer(text):
+        phrase = re.sub(r"\s+", " ", (match.group("en") or match.group("zh")).lower())
+        if phrase in _RELATIVE_DAYS:
+            start = today - timedelta(days=_RELATIVE_DAYS[phrase])
+            windows.append(TimeWindow(start, start + timedelta(days=1), "day"))
+        elif phrase in ("last week", "上周", "上星期", "this week", "本周", "这周"):
+            monday = today - timedelta(days=today.weekday())
+            start = monday - timedelta(days=7) if phrase in ("last week", "上周", "上星期") else monday
+            windows.append(TimeWindow(start, start + timedelta(days=7), "week"))
+        elif phrase in ("last month", "上个月", "上個月", "this month", "这个月", "本月"):
+            back = -1 if phrase in ("last month", "上个月", "上個月") else 0
+            start = _month_after(today.year, today.month, back)
+            windows.append(TimeWindow(start, _month_after(start.year, start.month), "month"))
+        else:  # last year / this year / 去年 / 今年
+            year = today.year - 1 if phrase in ("last year", "去年") else today.year
+            windows.append(TimeWindow(_utc(year) or today, _utc(year + 1) or today, "year"))
+    return windows
+
+
+def mentioned_times(text: str, now: datetime) -> list[TimeWindow]:
+    """Every time window the text names, absolute dates first, then phrases relative to `now`."""
+    if not text:
+        return []
+    return _absolute(text, now) + _relative(text, now)
+
+
+def closeness(windows: list[TimeWindow], when: datetime) -> float:
+    """How close `when` is to any of the windows, in [0, 1]; 0 when there are none."""
+    return max((w.closeness(when) for w in windows), default=0.0)
