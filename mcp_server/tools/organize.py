@@ -161,7 +161,7 @@ def _soft_clusters(app: AppContext, agent: str, params: SoftClustersQuery) -> So
     if params.query is not None:
         # The query embedding is computed in the read path (DESIGN §3), before any transaction opens.
         try:
-            vector = app.embedder.query(params.query, timeout=app.settings.query_embedding_timeout)
+            vector = app.embedder.queries([params.query], timeout=app.settings.query_embedding_timeout)[0]
         except (EmbedderUnavailable, ConfigurationError) as exc:
             note = f"cannot route the query: the embedder is unavailable ({exc})"
     members: list[ClusterMember] = []

@@ -37,6 +37,7 @@ class WordsEmbedder:
 
     def __init__(self) -> None:
         self.seen: list[str] = []
+        self.query_calls: list[list[str]] = []
 
     def _one(self, text: str) -> np.ndarray:
         v = np.zeros(DIM, dtype=np.float32)
@@ -49,8 +50,9 @@ class WordsEmbedder:
         self.seen.extend(texts)
         return np.stack([self._one(t) for t in texts])
 
-    def query(self, text: str, *, timeout: float | None = None) -> np.ndarray:
-        return self._one(text)
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        self.query_calls.append(list(texts))
+        return np.stack([self._one(t) for t in texts])
 
 
 @pytest.fixture
@@ -185,3 +187,17 @@ def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Data
         remembered = insert_narrative(conn, "alice", memory).id
     svc = service(db, WordsEmbedder())
     assert search(svc, query="camping by the lake in summer 2021", kinds="all")[0].id == remembered
+
+
+def test_a_dialogue_is_embedded_in_one_call_and_a_repeated_query_costs_no_model_pass(db: Database) -> None:
+    record(db, "alice", "s1", [("Ann", "We adopted a puppy named Rex!")])
+    embedder = WordsEmbedder()
+    svc = service(db, embedder)
+    lines = [{"speaker": "Ann", "text": "guess what happened"}, {"speaker": "Me", "text": "tell me!", "is_self": True},
+             {"speaker": "Ann", "text": "we got a puppy"}]
+    first = search(svc, conversation=lines, kinds="context")
+    assert len(embedder.query_calls) == 1 and len(embedder.query_calls[0]) == 2
+    assert search(svc, conversation=lines, kinds="context") == first
+    search(svc, query="puppy named Rex", kinds="context")
+    search(svc, query="puppy named Rex", kinds="context")
+    assert embedder.query_calls[1:] == [["puppy named Rex"]]

@@ -14,6 +14,8 @@ The recipe (measured in bench/retrieval_lab on LoCoMo and MADial-zh):
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,6 +48,8 @@ DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flatt
 KEYWORD_DEPTH = 1000
 GAMMA = 0.2  # neighbour spreading
 MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
+QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
+TIME_LINES = 2  # the latest dialogue lines whose dates count
 Key = tuple[str, int]
 
 
@@ -89,13 +93,28 @@ class SearchService:
         self.index = index
         self.keywords = keywords or KeywordIndex(db)
         self.query_timeout = query_timeout
+        # Agents repeat themselves (the same question next turn, the same recent lines re-sent): a
+        # repeated query text costs no model pass.
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def _query_vector(self, texts: Sequence[str]) -> tuple[np.ndarray | None, str | None]:
-        try:
-            vectors = [np.asarray(self.embedder.query(t, timeout=self.query_timeout), dtype=np.float32) for t in texts]
-        except (EmbedderUnavailable, ConfigurationError) as exc:
-            return None, f"semantic search unavailable ({exc}); results are keyword-only"
-        total = np.sum(vectors, axis=0)
+        with self._recent_lock:
+            known = {t: self._recent_queries[t] for t in texts if t in self._recent_queries}
+            for t in known:
+                self._recent_queries.move_to_end(t)
+        fresh = list(dict.fromkeys(t for t in texts if t not in known))
+        if fresh:
+            try:
+                rows = np.asarray(self.embedder.queries(fresh, timeout=self.query_timeout), dtype=np.float32)
+            except (EmbedderUnavailable, ConfigurationError) as exc:
+                return None, f"semantic search unavailable ({exc}); results are keyword-only"
+            with self._recent_lock:
+                for text, row in zip(fresh, rows):
+                    known[text] = self._recent_queries[text] = row
+                while len(self._recent_queries) > QUERY_CACHE_SIZE:
+                    self._recent_queries.popitem(last=False)
+        total = np.sum([known[t] for t in texts], axis=0)
         norm = float(np.linalg.norm(total))
         return (total / norm if norm > 0 else total), None
 
@@ -129,7 +148,7 @@ class SearchService:
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
-        self._time_signal(agent_id, [params.query, *(x.text for x in lines[-2:])], signals)
+        self._time_signal(agent_id, [params.query, *(x.text for x in lines[-TIME_LINES:])], signals)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
         scores, parts = combine(signals, weights=weights, floors=FLOORS)

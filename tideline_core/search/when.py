@@ -49,6 +49,19 @@ _CHINESE = [
     ("year", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年")),
     ("yearly", re.compile(r"(?<![\d年])(?P<m>1[0-2]|0?[1-9])\s*月份?(?![\d])(?!\s*[\d]+\s*[日号])")),
 ]
+# Fixed-date holidays (lunar ones move and are left out): a holiday is a date, even when the memory
+# itself only carries the date.
+HOLIDAYS = {
+    "christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new year's day": (1, 1),
+    "new year": (1, 1), "valentine's day": (2, 14), "valentine": (2, 14), "halloween": (10, 31),
+    "independence day": (7, 4), "平安夜": (12, 24), "圣诞节": (12, 25), "圣诞": (12, 25), "元旦": (1, 1),
+    "跨年": (12, 31), "情人节": (2, 14), "万圣节": (10, 31), "儿童节": (6, 1), "劳动节": (5, 1), "五一": (5, 1),
+    "国庆节": (10, 1), "国庆": (10, 1), "教师节": (9, 10), "妇女节": (3, 8), "愚人节": (4, 1),
+}
+_HOLIDAY = re.compile(
+    "|".join(rf"\b{re.escape(h)}\b" if h.isascii() else re.escape(h) for h in sorted(HOLIDAYS, key=len, reverse=True)),
+    re.I,
+)
 _RELATIVE_DAYS = {"today": 0, "yesterday": 1, "今天": 0, "今日": 0, "昨天": 1, "昨日": 1, "前天": 2}
 _RELATIVE = re.compile(
     r"\b(?P<en>today|yesterday|last\s+(?:week|month|year)|this\s+(?:week|month|year))\b"
@@ -139,6 +152,11 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
             if window is not None:
                 windows.append(window)
             text = _blank(text, match)
+    for match in _HOLIDAY.finditer(text):
+        month, day = HOLIDAYS[match.group(0).lower()]
+        window = _window("day", default_year, month, day)
+        if window is not None:
+            windows.append(TimeWindow(window.start, window.end, "day", yearly=not years))
     return windows
 
 
