@@ -36,7 +36,7 @@ class CachedEmbedder:
         self.inner = LocalE5Embedder()
         self.model = self.inner.model
         CACHE.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(CACHE)
+        self.conn = sqlite3.connect(CACHE, check_same_thread=False)
         self.conn.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, b BLOB)")
         self.misses = 0
 

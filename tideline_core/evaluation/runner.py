@@ -13,6 +13,7 @@ from tideline_core.evaluation import locomo, madial
 from tideline_core.evaluation.metrics import dedupe, mean, percentile, recall_at
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, MAX_QUERY, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
+from tideline_core.search.lexical import KeywordIndex
 from tideline_core.search.service import SearchService
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.store.context import insert_turns
@@ -65,6 +66,12 @@ def embed_all(db: Database, embedder: Embedder, progress: Progress, batch_size: 
         progress("embedding", done, total)
 
 
+def _fresh_service(db: Database, embedder: Embedder, index: VectorIndex, keywords: KeywordIndex) -> SearchService:
+    # Each mode starts with no remembered query vectors, so a mode never pays with another's embeddings;
+    # the loaded indexes are shared (they hold the corpus, not the queries).
+    return SearchService(db, embedder, index, keywords=keywords)
+
+
 def _timed_search(service: SearchService, agent: str, params: SearchIn) -> tuple[list[int], float]:
     started = time.perf_counter()
     outcome = service.search(agent, params)
@@ -100,10 +107,11 @@ def run_locomo(
         loaded += len(turns)
         progress("loading", loaded, total_turns)
     embed_all(db, embedder, progress)
-    service = SearchService(db, embedder, VectorIndex(db, embedder.model))
+    index, keywords = VectorIndex(db, embedder.model), KeywordIndex(db)
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
+        service = _fresh_service(db, embedder, index, keywords)
         recalls: dict[int, list[float]] = defaultdict(list)
         sessions: dict[int, list[float]] = defaultdict(list)
         by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -179,10 +187,11 @@ def run_madial(
         memory_of[(agent, written.id)] = memory.id
         progress("loading", number, len(memories))
     embed_all(db, embedder, progress)
-    service = SearchService(db, embedder, VectorIndex(db, embedder.model))
+    index, keywords = VectorIndex(db, embedder.model), KeywordIndex(db)
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
+        service = _fresh_service(db, embedder, index, keywords)
         recalls: dict[int, list[float]] = defaultdict(list)
         latencies: list[float] = []
         for number, dialogue in enumerate(dialogues, 1):
