@@ -123,6 +123,7 @@ class SearchResult(_Out):
         default=None, description="set when semantic search was unavailable and the results are keyword-only"
     )
     terms: list[str] = Field(description="the keyword terms the query was segmented into")
+    dates: list[str] = Field(default_factory=list, description="the times the query named (they lift what happened then)")
     hits: list[Hit]
 
 

@@ -168,7 +168,8 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     if outcome.degraded:
         print(f"note: {outcome.degraded}", file=sys.stderr)
     if getattr(args, "explain", False):
-        print(f"terms: {' '.join(outcome.terms) or '-'}   mode: {outcome.mode}")
+        dates = f"   dates: {', '.join(outcome.dates)}" if outcome.dates else ""
+        print(f"terms: {' '.join(outcome.terms) or '-'}   mode: {outcome.mode}{dates}")
     for h in outcome.hits:
         print(f"{h.kind}#{h.id}  {h.score:.3f}  {h.occurred_at:%Y-%m-%d %H:%M}  {h.text}")
         if getattr(args, "explain", False):

@@ -176,7 +176,10 @@ def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Data
     august = record(db, "alice", "august", [("Ann", "We went camping by the lake.")],
                     start=datetime(2023, 8, 20, tzinfo=timezone.utc))
     svc = service(db, WordsEmbedder())
-    on_day = search(svc, query="Where did Ann go camping on 3 June, 2023?", kinds="context")
+    on_day_outcome = svc.search("alice", parse(SearchIn, {"query": "Where did Ann go camping on 3 June, 2023?",
+                                                         "kinds": "context"}))
+    assert on_day_outcome.dates == ("2023-06-03",)
+    on_day = on_day_outcome.hits
     assert on_day[0].id == june[0] and on_day[0].signals["time"] > 0 and "time" not in on_day[1].signals
     in_month = search(svc, query="Where did Ann go camping in August 2023?", kinds="context")
     assert in_month[0].id == august[0]

@@ -83,3 +83,9 @@ def test_closeness_never_grows_with_distance_from_the_window(a: int, b: int) -> 
     near, far = sorted((a, b))
     assert closeness(windows, base + timedelta(hours=near)) >= closeness(windows, base + timedelta(hours=far))
     assert 0.0 <= closeness(windows, base + timedelta(hours=far)) <= 1.0
+
+
+def test_each_window_reads_back_in_words_for_explanations() -> None:
+    texts = ["on 3 June, 2023", "in June 2023", "in June", "on May 5", "in 2021", "summer 2021"]
+    assert [mentioned_times(t, NOW)[0].describe() for t in texts] == [
+        "2023-06-03", "June 2023", "every June", "every May 5", "2021", "2021-06-01..2021-08-31"]

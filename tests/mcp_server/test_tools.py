@@ -56,6 +56,18 @@ async def test_a_written_memory_is_keyword_searchable_at_once_in_chinese_and_eng
     assert dispatcher.embeds == ["alice", "alice"]
 
 
+async def test_a_search_naming_a_date_says_so_and_puts_what_happened_then_first(
+    local_settings: Settings, dispatcher: RecordingDispatcher
+) -> None:
+    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        spring = await call(client, "memory_write", gesture="去海边放风筝", occurred_at="2023-04-09T10:00:00Z")
+        await call(client, "memory_write", gesture="去海边放风筝", occurred_at="2023-08-16T10:00:00Z")
+        found = await call(client, "memory_search", query="2023年4月去海边放风筝")
+    assert found["dates"] == ["April 2023"]
+    assert found["hits"][0]["id"] == spring["id"] and found["hits"][0]["signals"]["time"] > 0
+    assert "time" not in found["hits"][1]["signals"]
+
+
 async def test_search_without_an_embedder_says_it_is_keyword_only(
     local_settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:

@@ -31,7 +31,7 @@ from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.lexical import KeywordIndex
 from tideline_core.search.query import conversation_terms, conversation_texts, merge_terms, named_speakers, question_terms
 from tideline_core.search.vectors import VectorIndex
-from tideline_core.search.when import closeness, mentioned_times
+from tideline_core.search.when import TimeWindow, closeness, mentioned_times
 from tideline_core.store.context import load_turns
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import load_narratives
@@ -74,6 +74,7 @@ class SearchOutcome:
     mode: str
     degraded: str | None = None
     terms: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()  # the time windows the query named, e.g. 'June 2023'
 
 
 class SearchService:
@@ -148,7 +149,9 @@ class SearchService:
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
-        self._time_signal(agent_id, [params.query, *(x.text for x in lines[-TIME_LINES:])], signals)
+        windows = [w for text in (params.query, *(x.text for x in lines[-TIME_LINES:])) if text
+                   for w in mentioned_times(text, utcnow())]
+        self._time_signal(agent_id, windows, signals)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
         scores, parts = combine(signals, weights=weights, floors=FLOORS)
@@ -157,7 +160,7 @@ class SearchService:
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(hits=self._hydrate(agent_id, ranked, parts, similarity), mode=mode, degraded=degraded,
-                             terms=ordered_terms)
+                             terms=ordered_terms, dates=tuple(dict.fromkeys(w.describe() for w in windows)))
 
     def _keyword_signals(
         self,
@@ -189,8 +192,9 @@ class SearchService:
             hits = keyword.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
         signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
-    def _time_signal(self, agent_id: str, texts: Sequence[str], signals: dict[str, dict[Hashable, float]]) -> None:
-        windows = [w for text in texts if text for w in mentioned_times(text, utcnow())]
+    def _time_signal(
+        self, agent_id: str, windows: Sequence[TimeWindow], signals: dict[str, dict[Hashable, float]]
+    ) -> None:
         if not windows:
             return
         keys = cast(list[Key], {key for values in signals.values() for key in values})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -78,6 +79,17 @@ class TimeWindow:
     end: datetime  # exclusive
     granularity: str  # day | week | month | season | year
     yearly: bool = False  # the same stretch of every year ("in June"): compared within `when`'s year
+
+    def describe(self) -> str:
+        """A short reading of the window for explanations: '2023-06-03', 'June 2023', 'every June'."""
+        last = self.end - timedelta(days=1)
+        if self.granularity == "day":
+            return f"every {self.start:%B %-d}" if self.yearly else f"{self.start:%Y-%m-%d}"
+        if self.granularity == "month":
+            return f"every {self.start:%B}" if self.yearly else f"{self.start:%B %Y}"
+        if self.granularity == "year":
+            return f"{self.start:%Y}"
+        return f"{self.start:%Y-%m-%d}..{last:%Y-%m-%d}"
 
     def closeness(self, when: datetime) -> float:
         """1 inside the window, exp(-distance / scale) outside it."""
@@ -189,6 +201,6 @@ def mentioned_times(text: str, now: datetime) -> list[TimeWindow]:
     return _absolute(text, now) + _relative(text, now)
 
 
-def closeness(windows: list[TimeWindow], when: datetime) -> float:
+def closeness(windows: Sequence[TimeWindow], when: datetime) -> float:
     """How close `when` is to any of the windows, in [0, 1]; 0 when there are none."""
     return max((w.closeness(when) for w in windows), default=0.0)
