@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from celery.schedules import crontab
 from organize_seed import TOPICS, seed
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from tideline_core.errors import Conflict
 from tideline_core.organize.clusters import rebuild_topics
-from tideline_core.schema import ScanWatermark, TopicCluster, TopicClusterMember
+from tideline_core.schema import DreamRun, ScanWatermark, TopicCluster, TopicClusterMember
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
-from tideline_core.store.dream_runs import DreamRunRecord, recent_runs
+from tideline_core.store.dream_runs import DreamRunRecord, recent_runs, start_run
+from tideline_core.timeutil import utcnow
 from workers import locks
 from workers.pipelines import NIGHTLY_STAGES, nightly_lock_ttl
 from workers.queues import QUEUE_OF, Queue, TaskName
@@ -179,3 +181,18 @@ def test_readers_never_see_a_half_built_topic_table_while_it_is_rebuilt(database
         stop.set()
         reader.join()
     assert len(seen) > 15 and set(seen) == {(expected, expected * 4)}
+
+
+def test_a_stage_whose_worker_vanished_is_marked_failed_by_the_reconciler_not_left_running(
+    database: Database, celery_app: Any, celery_worker: Any
+) -> None:
+    with database.write() as conn:
+        start_run(conn, "alice", "2026-11-28", "recluster", {})  # its worker was SIGKILLed hours ago
+        conn.execute(update(DreamRun).where(DreamRun.stage == "recluster")
+                     .values(started_at=utcnow() - timedelta(hours=3)))
+        start_run(conn, "alice", "2026-11-29", "refresh", {})  # really running now
+    result = run(celery_app, TaskName.RECONCILE)
+    assert result["interrupted_dream_stages"] == 1
+    stale, live = runs(database)["recluster"], runs(database)["refresh"]
+    assert stale.status == "failed" and "interrupted" in stale.error and stale.finished_at is not None
+    assert live.status == "running"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -15,6 +15,7 @@ from tideline_core.timeutil import utcnow
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
 ERROR_LIMIT = 2_000
+INTERRUPTED = "interrupted: no result within the stage's time limit (its worker was killed or lost); run it again"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,19 @@ def finish_run(conn: Connection, agent_id: str, day: str, stage: str, outputs: d
 
 def fail_run(conn: Connection, agent_id: str, day: str, stage: str, error: str) -> None:
     _upsert(conn, agent_id, day, stage, {"status": FAILED, "error": error[:ERROR_LIMIT], "finished_at": utcnow()})
+
+
+def expire_running(conn: Connection, started_before: datetime) -> int:
+    """Mark stages still 'running' that started before `started_before` as failed: their worker is gone.
+
+    A stage cannot outlive its hard time limit, so a row still running past it was left by a killed
+    or lost worker; without this it would read 'running' until the stage ran again.
+    """
+    result = conn.execute(
+        update(DreamRun).where(DreamRun.status == RUNNING, DreamRun.started_at < started_before)
+        .values(status=FAILED, error=INTERRUPTED, finished_at=utcnow())
+    )
+    return result.rowcount or 0
 
 
 def recent_runs(conn: Connection, agent_id: str, limit: int = 10) -> list[DreamRunRecord]:

@@ -13,9 +13,11 @@ from tideline_core import ingest
 from tideline_core.errors import InvalidInput, TransientError
 from tideline_core.inputs import ContextTurnIn, parse
 from tideline_core.store.attention import log_hits
+from tideline_core.store.dream_runs import expire_running
 from tideline_core.store.imports import import_turns_once
 from tideline_core.store.vectors import pending_agents
 from tideline_core.timeutil import parse_instant, utcnow
+from workers.app import time_limits
 from workers.queues import TaskName
 from workers.resources import resources_of
 
@@ -32,6 +34,7 @@ RETRY: dict[str, Any] = {
 # Batches per embed task; more pending work continues in a fresh task, so no task nears its time limit.
 MAX_BATCHES = 8
 MAX_IMPORT_TURNS = 5_000
+STAGE_MARGIN_SECONDS = 60  # past a dream stage's hard limit, so a stage being killed right now is not raced
 
 
 def _continue_embedding(task: Task, agent_id: str) -> None:
@@ -94,10 +97,15 @@ def import_turns(
 
 @shared_task(bind=True, name=str(TaskName.RECONCILE), **RETRY)
 def reconcile(self: Task) -> dict[str, Any]:
-    """The outbox sweep: enqueue embedding for every agent with rows pending longer than the grace period."""
+    """The outbox sweep: enqueue embedding for rows pending past the grace period; close abandoned dream runs."""
     resources = resources_of(self.app)
+    hard, _soft = time_limits(resources.settings)
+    with resources.db.write() as conn:
+        interrupted = expire_running(conn, started_before=utcnow() - timedelta(seconds=hard + STAGE_MARGIN_SECONDS))
+    if interrupted:
+        log.warning("reconcile: %d dream stage(s) outlived their time limit; marked failed", interrupted)
     if not resources.embeds:
-        return {"agents": []}
+        return {"agents": [], "interrupted_dream_stages": interrupted}
     older_than = utcnow() - timedelta(seconds=resources.settings.reconcile_grace_seconds)
     with resources.db.read() as conn:
         waiting = pending_agents(conn, older_than=older_than)
@@ -106,4 +114,5 @@ def reconcile(self: Task) -> dict[str, Any]:
         _continue_embedding(self, agent)
     if agents:
         log.info("reconcile: re-enqueued embedding for %d agent(s)", len(agents))
-    return {"agents": agents, "pending": sum(count for _kind, _agent, count in waiting)}
+    return {"agents": agents, "pending": sum(count for _kind, _agent, count in waiting),
+            "interrupted_dream_stages": interrupted}
