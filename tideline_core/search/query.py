@@ -64,12 +64,16 @@ def conversation_texts(lines: Sequence[Line]) -> list[str]:
     """Texts whose query embeddings are summed: the other party's lines, and the last two lines.
 
     The first holds the topic the other party keeps returning to, the second where the dialogue
-    is now (including the agent's own last words).
+    is now (including the agent's own last words). When one person said every line of the first,
+    their name is left off: repeated on each line it carries nothing about the topic, yet pulls the
+    pooled embedding toward the name (MADial-zh R@5 0.648 → 0.664) and costs tokens. The last two
+    lines keep their names: there who said what matters.
     """
     texts: list[str] = []
-    others = [_line(x) for x in lines if not x.is_self]
+    others = [x for x in lines if not x.is_self]
     if others:
-        texts.append("\n".join(others))
+        one_voice = len({x.speaker for x in others}) == 1
+        texts.append("\n".join(x.text if one_voice else _line(x) for x in others))
     texts.append("\n".join(_line(x) for x in lines[-2:]))
     return texts
 

@@ -1,0 +1,30 @@
+"""Query construction from a dialogue: which texts are embedded and how keyword terms are weighted."""
+
+from __future__ import annotations
+
+from tideline_core.inputs import ConversationLine
+from tideline_core.search.query import conversation_terms, conversation_texts
+
+
+def line(speaker: str, text: str, is_self: bool = False) -> ConversationLine:
+    return ConversationLine(speaker=speaker, text=text, role="assistant" if is_self else "user")
+
+
+def test_one_persons_lines_are_embedded_without_their_name_and_the_last_two_keep_who_said_what() -> None:
+    lines = [line("Bart", "我要表演魔术"), line("Me", "太棒了", is_self=True), line("Bart", "我有点紧张")]
+    assert conversation_texts(lines) == ["我要表演魔术\n我有点紧张", "Me: 太棒了\nBart: 我有点紧张"]
+
+
+def test_in_a_group_the_other_peoples_lines_keep_their_names() -> None:
+    lines = [line("Ann", "the lake trip"), line("Bob", "it rained"), line("Me", "oh no", is_self=True)]
+    assert conversation_texts(lines)[0] == "Ann: the lake trip\nBob: it rained"
+
+
+def test_a_dialogue_of_only_the_agents_own_lines_is_embedded_as_its_latest_lines() -> None:
+    assert conversation_texts([line("Me", "hello", is_self=True)]) == ["Me: hello"]
+
+
+def test_newer_lines_and_the_other_partys_words_weigh_more_in_the_keyword_query() -> None:
+    terms = conversation_terms([line("Ann", "kite beach"), line("Me", "kite museum", is_self=True),
+                                line("Ann", "festival tomorrow")])
+    assert terms["festival"] > terms["beach"] > terms["museum"]
