@@ -114,7 +114,9 @@ async def bench_search(settings: Settings, n: int, rounds: int) -> dict[str, flo
         for mode in ("keyword", "dense", "hybrid"):
             samples = []
             for i in range(rounds):
-                query = QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {i}")
+                # Unique per mode and round: search remembers recent query vectors, and a repeat would
+                # time the cache, not the model.
+                query = f"{QUERIES[i % len(QUERIES)]} {mode}{i}"
                 t0 = time.perf_counter()
                 result = await client.call_tool("memory_search", {"query": query, "kinds": "narratives", "mode": mode,
                                                                   "limit": 10})

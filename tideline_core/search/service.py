@@ -1,4 +1,4 @@
-"""Hybrid search over narratives and context turns: keyword, dense, speaker and neighbour signals in one ranking.
+"""Hybrid search over narratives and context turns: keyword, dense, speaker, time and neighbour signals in one ranking.
 
 The recipe (measured in bench/retrieval_lab on LoCoMo and MADial-zh):
 
@@ -8,6 +8,8 @@ The recipe (measured in bench/retrieval_lab on LoCoMo and MADial-zh):
 - dense: e5 cosine over each row (``dense``) and, for a context turn, over the turn with up to two
   preceding turns of its session (``ctx``);
 - ``speaker``: turns by a speaker the query names (only among turns another signal found);
+- ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
+  it (``when.py``; also only among turns another signal found);
 - fused by min-max score fusion with per-signal weights, then each context turn lifted by
   ``GAMMA`` × the best score of its adjacent turns (an answer often sits beside the hit).
 """
@@ -43,7 +45,8 @@ KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context
 # than a question's, so keyword signals weigh less there.
 QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 1.0, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
 CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
-FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}  # BM25's lowest possible score, so a lone weak match stays weak
+# The lowest possible score of a signal (BM25 0, closeness 0), so a lone weak match stays weak.
+FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
 KEYWORD_DEPTH = 1000
 GAMMA = 0.2  # neighbour spreading
@@ -197,7 +200,7 @@ class SearchService:
     ) -> None:
         if not windows:
             return
-        keys = cast(list[Key], {key for values in signals.values() for key in values})
+        keys = cast(set[Key], {key for values in signals.values() for key in values})
         lifted: dict[Hashable, float] = {}
         for kind in ("narrative", "context"):
             ids = sorted(key[1] for key in keys if key[0] == kind)
