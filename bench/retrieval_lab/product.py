@@ -12,7 +12,7 @@ import os
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,29 +50,23 @@ class CachedEmbedder:
             out.append(np.frombuffer(row[0], dtype=np.float32) if row else None)
         return out
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
-        got = self._get("p", texts)
+    def _cached(self, kind: str, texts: Sequence[str], compute: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        got = self._get(kind, texts)
         missing = [i for i, v in enumerate(got) if v is None]
         if missing:
-            fresh = self.inner.passages([texts[i] for i in missing])
+            fresh = compute([texts[i] for i in missing])
             self.misses += len(missing)
             for i, vec in zip(missing, fresh):
                 got[i] = vec
-                self.conn.execute("INSERT OR REPLACE INTO v VALUES (?,?)", (self._key("p", texts[i]), vec.tobytes()))
+                self.conn.execute("INSERT OR REPLACE INTO v VALUES (?,?)", (self._key(kind, texts[i]), vec.tobytes()))
             self.conn.commit()
         return np.stack(got) if got else np.zeros((0, 384), dtype=np.float32)  # type: ignore[arg-type]
 
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached("p", texts, self.inner.passages)
+
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
-        got = self._get("q", texts)
-        missing = [i for i, v in enumerate(got) if v is None]
-        if missing:
-            fresh = self.inner.queries([texts[i] for i in missing])
-            self.misses += len(missing)
-            for i, vec in zip(missing, fresh):
-                got[i] = vec
-                self.conn.execute("INSERT OR REPLACE INTO v VALUES (?,?)", (self._key("q", texts[i]), vec.tobytes()))
-            self.conn.commit()
-        return np.stack(got)  # type: ignore[arg-type]
+        return self._cached("q", texts, self.inner.queries)
 
 
 def _apply(overrides: list[str]) -> None:
