@@ -51,9 +51,15 @@ def test_a_month_or_day_without_a_year_means_that_stretch_of_any_year() -> None:
     assert closeness(mentioned_times("我5月3号去了公园", NOW), at(2022, 5, 3)) == 1.0
 
 
-def test_the_modal_may_and_clock_times_are_not_dates() -> None:
+def test_the_modal_may_clock_times_and_a_person_called_jan_are_not_dates() -> None:
     assert mentioned_times("You may want to call at 10:30", NOW) == []
     assert mentioned_times("I may go there", NOW) == []
+    assert mentioned_times("the poem written by Jan", NOW) == []
+    assert mentioned_times("星期一和第一个月", NOW) == []
+
+
+def test_chinese_numeral_months_are_months_of_any_year() -> None:
+    assert [w.describe() for w in mentioned_times("我五月去了北京，十二月又去了", NOW)] == ["every May", "every December"]
 
 
 @pytest.mark.parametrize(("text", "start", "end"), [

@@ -25,7 +25,10 @@ MONTHS = {
     )
     for name in names
 }
+CHINESE_MONTHS = {name: number for number, name in enumerate(
+    ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"), start=1)}
 SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
+_FULL_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<{}>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<{}>(?:19|20)\d\d)"
@@ -42,13 +45,16 @@ _ENGLISH = [
     ("year", re.compile(rf"(?<![\d:/.-]){_YEAR.format('y')}(?![\d:/.-])")),
     # A month with no year ("camping in June"): that month of any year. A preposition is required so
     # the modal "may" is not read as a month.
-    ("yearly", re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+{_MONTH.format('m')}\b", re.I)),
+    # Full month names only: "written by Jan" is a person, "in January" a month.
+    ("yearly", re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+(?P<m>{_FULL_MONTHS})\b",
+                          re.I)),
 ]
 _CHINESE = [
     ("day", re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s*年\s*)?(?P<m>1[0-2]|0?[1-9])\s*月\s*(?P<d>[0-3]?\d)\s*[日号]")),
     ("month", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年\s*(?P<m>1[0-2]|0?[1-9])\s*月")),
     ("year", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年")),
     ("yearly", re.compile(r"(?<![\d年])(?P<m>1[0-2]|0?[1-9])\s*月份?(?![\d])(?!\s*[\d]+\s*[日号])")),
+    ("yearly", re.compile(r"(?<![一二三四五六七八九十年])(?P<m>十[一二]|[一二三四五六七八九十])月份?(?![一二三四五六七八九十\d])")),
 ]
 # Fixed-date holidays (lunar ones move and are left out): a holiday is a date, even when the memory
 # itself only carries the date.
@@ -146,7 +152,7 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
             year = int(groups["y"]) if groups.get("y") else default_year
             if kind == "yearly":
                 month = groups["m"]
-                number = int(month) if month.isdigit() else MONTHS[month.lower()]
+                number = int(month) if month.isdigit() else CHINESE_MONTHS.get(month) or MONTHS[month.lower()]
                 # Any year will do; the window is re-anchored in each row's own year.
                 start = datetime(2000, number, 1, tzinfo=timezone.utc)
                 windows.append(TimeWindow(start, _month_after(2000, number), "month", yearly=True))
