@@ -21,6 +21,7 @@ from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, S
 from tideline_core.schema import Embedding
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.service import GAMMA, SearchService
+from tideline_core.search import vectors
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.store.context import insert_turns
 from tideline_core.store.database import Database
@@ -204,3 +205,23 @@ def test_a_dialogue_is_embedded_in_one_call_and_a_repeated_query_costs_no_model_
     search(svc, query="puppy named Rex", kinds="context")
     search(svc, query="puppy named Rex", kinds="context")
     assert embedder.query_calls[1:] == [["puppy named Rex"]]
+
+
+def test_the_indexes_reload_only_when_something_was_written_and_then_see_it_at_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record(db, "alice", "s1", [("Ann", "We adopted a puppy named Rex!")])
+    embedder = WordsEmbedder()
+    svc = service(db, embedder)
+    loads: list[str] = []
+    real_load = vectors.load_since
+    monkeypatch.setattr(vectors, "load_since", lambda *a, **k: loads.append(a[2]) or real_load(*a, **k))
+    search(svc, query="puppy", kinds="context")
+    first = len(loads)
+    search(svc, query="puppy Rex", kinds="context")
+    assert len(loads) == first  # nothing written in between: no reload
+    later = record(db, "alice", "s2", [("Bob", "Our kitten Miso sleeps all day")])
+    assert [h.id for h in search(svc, query="kitten Miso", kinds="context", mode="keyword")] == later
+    embed_pending(db, embedder)
+    assert [h.id for h in search(svc, query="kitten Miso", kinds="context", mode="dense")][:1] == later
+    assert len(loads) > first

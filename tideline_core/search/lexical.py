@@ -25,6 +25,7 @@ from tideline_core.schema import ContextTurn, Narrative, NarrativeTag
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.store.context import turn_text
 from tideline_core.store.database import Database
+from tideline_core.store.versions import StoreVersion
 
 K1 = 0.9  # measured on LoCoMo and MADial (bench/retrieval_lab): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
@@ -46,6 +47,7 @@ class _Shard:
     tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
     session_of: dict[int, str] = field(default_factory=dict)
     sessions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    version: StoreVersion | None = None  # the store's high-water marks when last refreshed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_turn(self, row_id: int, session: str, speaker: str, content: str, at: float) -> None:
@@ -93,14 +95,21 @@ class KeywordIndex:
                 shard = self._shards[(agent_id, kind)] = _Shard(kw=BM25Index(k1=self.k1, b=self.b), kw_ctx=ctx)
             return shard
 
-    def refresh(self, agent_id: str, kind: str) -> _Shard:
-        """The agent's shard with every row written since the last refresh absorbed."""
+    def refresh(self, agent_id: str, kind: str, version: StoreVersion | None = None) -> _Shard:
+        """The agent's shard with every row written since the last refresh absorbed.
+
+        Skipped when `version` (read by the caller before this call) equals the one seen at the last
+        refresh: then nothing can have been written since.
+        """
         shard = self._shard(agent_id, kind)
         with shard.lock:
+            if version is not None and version == shard.version:
+                return shard
             if kind == "context":
                 self._absorb_turns(agent_id, shard)
             else:
                 self._absorb_narratives(agent_id, shard)
+            shard.version = version  # only once absorbed: a failed load must not be skipped next time
         return shard
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
@@ -161,9 +170,10 @@ class KeywordIndex:
         k: int,
         since: datetime | None = None,
         until: datetime | None = None,
+        version: StoreVersion | None = None,
     ) -> dict[str, list[tuple[int, float]]]:
         """Top-k (row id, BM25 score) of every view of `kind` ('kw', and 'kw_ctx' for turns), one refresh."""
-        shard = self.refresh(agent_id, kind)
+        shard = self.refresh(agent_id, kind, version)
         views = {"kw": shard.kw} if shard.kw_ctx is None else {"kw": shard.kw, "kw_ctx": shard.kw_ctx}
         if not terms:
             return {view: [] for view in views}
@@ -191,9 +201,11 @@ class KeywordIndex:
         with shard.lock:
             return set(shard.speaker_turns)
 
-    def times_of(self, agent_id: str, kind: str, ids: Sequence[int]) -> dict[int, datetime]:
+    def times_of(
+        self, agent_id: str, kind: str, ids: Sequence[int], version: StoreVersion | None = None
+    ) -> dict[int, datetime]:
         """When each row happened (a turn's time, a memory's occurred_at)."""
-        shard = self.refresh(agent_id, kind)
+        shard = self.refresh(agent_id, kind, version)
         with shard.lock:
             return {i: datetime.fromtimestamp(shard.times[i], timezone.utc) for i in ids if i in shard.times}
 

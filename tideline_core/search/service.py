@@ -37,6 +37,7 @@ from tideline_core.search.when import TimeWindow, closeness, mentioned_times
 from tideline_core.store.context import load_turns
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import load_narratives
+from tideline_core.store.versions import StoreVersion, high_water
 from tideline_core.text import query_terms
 from tideline_core.timeutil import utcnow
 
@@ -139,22 +140,25 @@ class SearchService:
             vector, degraded = self._query_vector(texts)
         mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
         kinds = KINDS[params.kinds]
+        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
+            version = high_water(conn)
         dense_depth = max(DENSE_DEPTH, params.limit)
         signals: dict[str, dict[Hashable, float]] = {}
         for kind in kinds:
             if mode in ("hybrid", "keyword"):
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals)
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
             if vector is not None and mode in ("hybrid", "dense"):
                 for view, name in (("base", "dense"), ("ctx", "ctx")):
                     if name == "ctx" and kind != "context":
                         continue
-                    found = self.index.search(agent_id, kind, vector, dense_depth, params.since, params.until, view)
+                    found = self.index.search(agent_id, kind, vector, dense_depth, params.since, params.until, view,
+                                              version)
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
         windows = [w for text in (params.query, *(x.text for x in lines[-TIME_LINES:])) if text
                    for w in mentioned_times(text, utcnow())]
-        self._time_signal(agent_id, windows, signals)
+        self._time_signal(agent_id, windows, signals, version)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
         scores, parts = combine(signals, weights=weights, floors=FLOORS)
@@ -173,9 +177,10 @@ class SearchService:
         params: SearchIn,
         lines: Sequence[ConversationLine],
         signals: dict[str, dict[Hashable, float]],
+        version: StoreVersion,
     ) -> None:
         found_any = False
-        views = self.keywords.search_views(agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until)
+        views = self.keywords.search_views(agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until, version)
         for view, found in views.items():
             signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
             if kind != "context":
@@ -196,7 +201,8 @@ class SearchService:
         signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
     def _time_signal(
-        self, agent_id: str, windows: Sequence[TimeWindow], signals: dict[str, dict[Hashable, float]]
+        self, agent_id: str, windows: Sequence[TimeWindow], signals: dict[str, dict[Hashable, float]],
+        version: StoreVersion,
     ) -> None:
         if not windows:
             return
@@ -204,7 +210,7 @@ class SearchService:
         lifted: dict[Hashable, float] = {}
         for kind in ("narrative", "context"):
             ids = sorted(key[1] for key in keys if key[0] == kind)
-            for row_id, when in self.keywords.times_of(agent_id, kind, ids).items():
+            for row_id, when in self.keywords.times_of(agent_id, kind, ids, version).items():
                 near = closeness(windows, when)
                 if near >= MIN_CLOSENESS:
                     lifted[(kind, row_id)] = near

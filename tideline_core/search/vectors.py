@@ -10,6 +10,7 @@ import numpy as np
 
 from tideline_core.store.database import Database
 from tideline_core.store.vectors import load_since
+from tideline_core.store.versions import StoreVersion
 
 
 @dataclass
@@ -21,6 +22,7 @@ class _Shard:
     row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     position: dict[int, int] = field(default_factory=dict)
+    version: StoreVersion | None = None  # the store's high-water marks when last refreshed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def absorb(self, row_ids: list[int], matrix: np.ndarray, times: list[datetime]) -> None:
@@ -76,14 +78,19 @@ class VectorIndex:
                 shard = self._shards[(agent_id, kind, view)] = _Shard(model=self.model)
             return shard
 
-    def refresh(self, agent_id: str, kind: str, view: str = "base") -> _Shard:
+    def refresh(self, agent_id: str, kind: str, view: str = "base", version: StoreVersion | None = None) -> _Shard:
+        """Absorb vectors written since the last refresh; skipped when `version` (read by the caller
+        before this call) equals the one seen at the last refresh: then nothing can have been written."""
         shard = self._shard(agent_id, kind, view)
         with shard.lock:
+            if version is not None and version == shard.version:
+                return shard
             with self.db.read() as conn:
                 last_id, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.last_id, self.model, view)
             if matrix is not None:
                 shard.absorb(row_ids, matrix, times)
                 shard.last_id = last_id
+            shard.version = version  # only once absorbed: a failed load must not be skipped next time
         return shard
 
     def count(self, agent_id: str, kind: str, view: str = "base") -> int:
@@ -98,9 +105,10 @@ class VectorIndex:
         since: datetime | None = None,
         until: datetime | None = None,
         view: str = "base",
+        version: StoreVersion | None = None,
     ) -> list[tuple[int, float]]:
         """Top-k (row id, cosine) of the agent's rows of `kind` in `view`, optionally within a time range."""
-        shard = self.refresh(agent_id, kind, view)
+        shard = self.refresh(agent_id, kind, view, version)
         with shard.lock:
             if shard.size == 0:
                 return []
