@@ -33,6 +33,9 @@ def spans(text: str) -> list[tuple[str, str, str, bool]]:
     ("我2023年5月3日去了公园", [("2023-05-03", "2023-05-04", "day", False)]),
     ("2022年7月发生了什么", [("2022-07-01", "2022-08-01", "month", False)]),
     ("2021年的事", [("2021-01-01", "2022-01-01", "year", False)]),
+    ("what happened on 2023-05-03?", [("2023-05-03", "2023-05-04", "day", False)]),
+    ("notes from 2023/5/3", [("2023-05-03", "2023-05-04", "day", False)]),
+    ("the 2024-02 release", [("2024-02-01", "2024-03-01", "month", False)]),
 ])
 def test_absolute_dates_in_english_and_chinese_become_one_window_each(text: str, expected: list) -> None:
     assert spans(text) == expected

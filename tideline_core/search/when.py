@@ -1,4 +1,4 @@
-"""Dates a query mentions, pure: English and Chinese date phrases → time windows, and closeness to them.
+"""Dates a query mentions, pure: English, Chinese and numeric date phrases → time windows, and closeness to them.
 
 "What did Maria donate in December 2023?", "on 3 June, 2023", "October 13, 2023", "summer 2021",
 "2023年5月3日", "去年", "last week": each becomes a half-open UTC window [start, end). Relative
@@ -48,6 +48,11 @@ _ENGLISH = [
     # Full month names only: "written by Jan" is a person, "in January" a month.
     ("yearly", re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+(?P<m>{_FULL_MONTHS})\b",
                           re.I)),
+]
+# Numeric forms agents write: 2023-05-03, 2023/5/3, 2023.05.03 and 2023-05 (not times like 10:30).
+_NUMERIC = [
+    ("day", re.compile(r"(?<![\d])(?P<y>(?:19|20)\d\d)([-/.])(?P<m>1[0-2]|0?[1-9])\2(?P<d>3[01]|[12]\d|0?[1-9])(?![\d])")),
+    ("month", re.compile(r"(?<![\d])(?P<y>(?:19|20)\d\d)-(?P<m>1[0-2]|0[1-9])(?![\d-])")),
 ]
 _CHINESE = [
     ("day", re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s*年\s*)?(?P<m>1[0-2]|0?[1-9])\s*月\s*(?P<d>[0-3]?\d)\s*[日号]")),
@@ -146,7 +151,7 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
     years = [int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", text)]
     # "August 11 and August 15 2023": one year for both; with no year anywhere, any year will do.
     default_year = years[0] if years else 2000
-    for kind, pattern in _CHINESE + _ENGLISH:  # 2023年 must not be read as the English bare year first
+    for kind, pattern in _NUMERIC + _CHINESE + _ENGLISH:  # 2023年 must not be read as the English bare year first
         for match in list(pattern.finditer(text)):
             groups = match.groupdict()
             year = int(groups["y"]) if groups.get("y") else default_year
