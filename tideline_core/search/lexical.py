@@ -149,19 +149,6 @@ class KeywordIndex:
             shard.times[int(r.id)] = _stamp(r.occurred_at)
             shard.last_id = int(r.id)
 
-    def search(
-        self,
-        agent_id: str,
-        kind: str,
-        terms: Mapping[str, float],
-        k: int,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        view: str = "kw",
-    ) -> list[tuple[int, float]]:
-        """Top-k (row id, BM25 score) in `view` ('kw' or, for turns, 'kw_ctx') within a time range."""
-        return self.search_views(agent_id, kind, terms, k, since, until).get(view, [])
-
     def search_views(
         self,
         agent_id: str,

@@ -156,8 +156,9 @@ class SearchService:
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+        now = utcnow()
         windows = [w for text in (params.query, *(x.text for x in lines[-TIME_LINES:])) if text
-                   for w in mentioned_times(text, utcnow())]
+                   for w in mentioned_times(text, now)]
         self._time_signal(agent_id, windows, signals, version)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
@@ -206,11 +207,9 @@ class SearchService:
     ) -> None:
         if not windows:
             return
-        keys = cast(set[Key], {key for values in signals.values() for key in values})
         lifted: dict[Hashable, float] = {}
         for kind in ("narrative", "context"):
-            ids = sorted(key[1] for key in keys if key[0] == kind)
-            for row_id, when in self.keywords.times_of(agent_id, kind, ids, version).items():
+            for row_id, when in self.keywords.times_of(agent_id, kind, _candidates(signals, kind), version).items():
                 near = closeness(windows, when)
                 if near >= MIN_CLOSENESS:
                     lifted[(kind, row_id)] = near
@@ -221,9 +220,7 @@ class SearchService:
         named = named_speakers([t for t in texts if t], self.keywords.speaker_names(agent_id))
         if not named:
             return
-        keys = cast(list[Key], [key for values in signals.values() for key in values])
-        candidates = {key[1] for key in keys if key[0] == "context"}
-        speakers = self.keywords.speakers_of(agent_id, sorted(candidates))
+        speakers = self.keywords.speakers_of(agent_id, _candidates(signals, "context"))
         lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in speakers.items() if sp in named}
         if lifted:
             signals["speaker"] = lifted
@@ -277,3 +274,9 @@ class SearchService:
                 hits.append(SearchHit("context", t.id, score, t.content, t.created_at, session_id=t.session_id,
                                       speaker=t.speaker, signals=contributions, similarity=cosine))
         return hits
+
+
+def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
+    """Ids of the rows of `kind` that any signal found so far, ascending."""
+    keys = cast(set[Key], {key for values in signals.values() for key in values})
+    return sorted(key[1] for key in keys if key[0] == kind)

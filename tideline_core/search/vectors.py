@@ -93,9 +93,6 @@ class VectorIndex:
             shard.version = version  # only once absorbed: a failed load must not be skipped next time
         return shard
 
-    def count(self, agent_id: str, kind: str, view: str = "base") -> int:
-        return self.refresh(agent_id, kind, view).size
-
     def search(
         self,
         agent_id: str,

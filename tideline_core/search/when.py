@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 MONTHS = {
@@ -142,6 +142,15 @@ def _window(kind: str, year: int, month: int = 1, day: int = 1, span: int = 1) -
     return TimeWindow(start, _utc(year + 1) or start, "year")
 
 
+def _month_number(name: str | None) -> int:
+    """1–12 from '5', '05', '五', '十二', 'May' or 'sept'; January when the pattern names no month."""
+    if not name:
+        return 1
+    if name.isdigit():
+        return int(name)
+    return CHINESE_MONTHS.get(name) or MONTHS[name.lower()]
+
+
 def _blank(text: str, match: re.Match[str]) -> str:
     return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end():]
 
@@ -155,23 +164,15 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
         for match in list(pattern.finditer(text)):
             groups = match.groupdict()
             year = int(groups["y"]) if groups.get("y") else default_year
-            if kind == "yearly":
-                month = groups["m"]
-                number = int(month) if month.isdigit() else CHINESE_MONTHS.get(month) or MONTHS[month.lower()]
-                # Any year will do; the window is re-anchored in each row's own year.
-                start = datetime(2000, number, 1, tzinfo=timezone.utc)
-                windows.append(TimeWindow(start, _month_after(2000, number), "month", yearly=True))
-                text = _blank(text, match)
-                continue
             if kind == "season":
                 month, span = SEASONS[groups["s"].lower()]
                 window = _window("season", year, month, span=span)
             else:
-                month = groups.get("m")
-                month_number = (MONTHS[month.lower()] if month and not month.isdigit() else int(month)) if month else 1
-                window = _window(kind, year, month_number, int(groups.get("d") or 1))
-                if window is not None and not groups.get("y") and not years:
-                    window = TimeWindow(window.start, window.end, window.granularity, yearly=True)
+                # A bare month ("yearly") is a month window re-anchored in each row's own year.
+                window = _window("month" if kind == "yearly" else kind, year, _month_number(groups.get("m")),
+                                 int(groups.get("d") or 1))
+                if window is not None and (kind == "yearly" or (not groups.get("y") and not years)):
+                    window = replace(window, yearly=True)
             if window is not None:
                 windows.append(window)
             text = _blank(text, match)
@@ -179,7 +180,7 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
         month, day = HOLIDAYS[match.group(0).lower()]
         window = _window("day", default_year, month, day)
         if window is not None:
-            windows.append(TimeWindow(window.start, window.end, "day", yearly=not years))
+            windows.append(replace(window, yearly=not years))
     return windows
 
 
