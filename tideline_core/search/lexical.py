@@ -1,8 +1,8 @@
 """The in-memory keyword index: BM25 views per (agent, kind), refreshed from the store by row id.
 
 Rows are immutable once written, so each search first pulls only rows newer than the last one
-seen (a primary-key range scan): a write is keyword-searchable on the very next query, also when
-another process wrote it. Per context turn it also keeps what the ranking needs besides text:
+seen (a primary-key range scan), and older ones that were still in flight then (``Watermark``): a
+write is keyword-searchable on the very next query, also when another process wrote it. Per context turn it also keeps what the ranking needs besides text:
 session order (for the previous turn and for neighbour spreading), speaker and time.
 
 Views: ``kw`` = the row's own text; ``kw_ctx`` (context turns only) = the previous turn of the
@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from tideline_core.schema import ContextTurn, Narrative, NarrativeTag
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.store.context import turn_text
 from tideline_core.store.database import Database
-from tideline_core.store.versions import StoreVersion
+from tideline_core.store.versions import StoreVersion, visible_ids
+from tideline_core.store.watermark import Watermark
 
 K1 = 0.9  # measured on LoCoMo and MADial (bench/retrieval_lab): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
@@ -36,11 +39,16 @@ def _stamp(value: datetime) -> float:
     return value.timestamp()
 
 
+def _wanted(column: InstrumentedAttribute[int], after: int, holes: Sequence[int]) -> ColumnElement[bool]:
+    """Ids above the watermark, or ones it still awaits."""
+    return or_(column > after, column.in_(holes)) if holes else column > after
+
+
 @dataclass
 class _Shard:
     kw: BM25Index
     kw_ctx: BM25Index | None
-    last_id: int = 0
+    mark: Watermark = field(default_factory=Watermark)  # which row ids are absorbed
     times: dict[int, float] = field(default_factory=dict)
     speaker: dict[int, str] = field(default_factory=dict)
     speaker_turns: dict[str, int] = field(default_factory=dict)
@@ -99,11 +107,11 @@ class KeywordIndex:
         """The agent's shard with every row written since the last refresh absorbed.
 
         Skipped when `version` (read by the caller before this call) equals the one seen at the last
-        refresh: then nothing can have been written since.
+        refresh and no older id is still awaited: then nothing can have been written since.
         """
         shard = self._shard(agent_id, kind)
         with shard.lock:
-            if version is not None and version == shard.version:
+            if version is not None and version == shard.version and not shard.mark.holes:
                 return shard
             if kind == "context":
                 self._absorb_turns(agent_id, shard)
@@ -113,25 +121,31 @@ class KeywordIndex:
         return shard
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
-        with self.db.read() as conn:
+        holes = shard.mark.pending()
+        with self.db.snapshot() as conn:
             rows = conn.execute(
                 select(ContextTurn.id, ContextTurn.session_id, ContextTurn.speaker, ContextTurn.content,
                        ContextTurn.created_at)
-                .where(ContextTurn.id > shard.last_id, ContextTurn.agent_id == agent_id)
+                .where(_wanted(ContextTurn.id, shard.mark.last_id, holes), ContextTurn.agent_id == agent_id)
                 .order_by(ContextTurn.id)
             ).all()
+            newest = max([shard.mark.last_id, *(int(r.id) for r in rows)])
+            visible = visible_ids(conn, ContextTurn.__table__, shard.mark.span(newest), holes)
         for r in rows:
             shard.add_turn(int(r.id), r.session_id, r.speaker, r.content, _stamp(r.created_at))
-            shard.last_id = int(r.id)
+        shard.mark.settle(newest, visible, time.monotonic())
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
-        with self.db.read() as conn:
+        holes = shard.mark.pending()
+        with self.db.snapshot() as conn:
             rows = conn.execute(
                 select(Narrative.id, Narrative.gesture, Narrative.context, Narrative.moment,
                        Narrative.cognition_direction, Narrative.entities_role, Narrative.occurred_at)
-                .where(Narrative.id > shard.last_id, Narrative.agent_id == agent_id)
+                .where(_wanted(Narrative.id, shard.mark.last_id, holes), Narrative.agent_id == agent_id)
                 .order_by(Narrative.id)
             ).all()
+            newest = max([shard.mark.last_id, *(int(r.id) for r in rows)])
+            visible = visible_ids(conn, Narrative.__table__, shard.mark.span(newest), holes)
             tags: dict[int, list[str]] = {}
             ids = [int(r.id) for r in rows]
             for start in range(0, len(ids), _CHUNK):
@@ -147,7 +161,7 @@ class KeywordIndex:
             )
             shard.kw.add(int(r.id), analyze(text))
             shard.times[int(r.id)] = _stamp(r.occurred_at)
-            shard.last_id = int(r.id)
+        shard.mark.settle(newest, visible, time.monotonic())
 
     def search_views(
         self,

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from tideline_core.schema import Embedding
 from tideline_core.store.database import Database
 from tideline_core.store.vectors import load_since
-from tideline_core.store.versions import StoreVersion
+from tideline_core.store.versions import StoreVersion, visible_ids
+from tideline_core.store.watermark import Watermark
 
 
 @dataclass
 class _Shard:
     model: str
-    last_id: int = 0
+    mark: Watermark = field(default_factory=Watermark)  # which embedding ids are absorbed
     size: int = 0
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -62,7 +65,8 @@ class VectorIndex:
     """Cosine top-k over an agent's vectors without parsing every blob per query.
 
     Each search first pulls only embeddings newer than the last one seen (an indexed range scan),
-    so a vector written by a worker in another process is searchable on the next query.
+    and any older ones that were still in flight then (``Watermark``), so a vector written by a
+    worker in another process is searchable on the next query.
     """
 
     def __init__(self, db: Database, model: str) -> None:
@@ -80,16 +84,20 @@ class VectorIndex:
 
     def refresh(self, agent_id: str, kind: str, view: str = "base", version: StoreVersion | None = None) -> _Shard:
         """Absorb vectors written since the last refresh; skipped when `version` (read by the caller
-        before this call) equals the one seen at the last refresh: then nothing can have been written."""
+        before this call) equals the one seen at the last refresh and no older id is still awaited:
+        then nothing can have been written."""
         shard = self._shard(agent_id, kind, view)
         with shard.lock:
-            if version is not None and version == shard.version:
+            if version is not None and version == shard.version and not shard.mark.holes:
                 return shard
-            with self.db.read() as conn:
-                last_id, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.last_id, self.model, view)
+            holes = shard.mark.pending()
+            with self.db.snapshot() as conn:
+                newest, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.mark.last_id, self.model, view,
+                                                             also=holes)
+                visible = visible_ids(conn, Embedding.__table__, shard.mark.span(newest), holes)
             if matrix is not None:
                 shard.absorb(row_ids, matrix, times)
-                shard.last_id = last_id
+            shard.mark.settle(newest, visible, time.monotonic())
             shard.version = version  # only once absorbed: a failed load must not be skipped next time
         return shard
 

@@ -43,5 +43,18 @@ class Database:
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A read transaction whose statements all see one committed state.
+
+        SQLite's read transactions already do; PostgreSQL's default (read committed) takes a new
+        snapshot per statement, so this asks for repeatable read.
+        """
+        with self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
     def close(self) -> None:
         self.engine.dispose()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
 from tideline_core.records import PendingRow
 from tideline_core.schema import ContextTurn, Embedding, Narrative
@@ -120,23 +120,25 @@ def mark_stale(conn: Connection, model: str, view: str = "base") -> int:
 
 
 def load_since(
-    conn: Connection, agent_id: str, kind: str, after_id: int, model: str, view: str = "base"
+    conn: Connection, agent_id: str, kind: str, after_id: int, model: str, view: str = "base",
+    also: Sequence[int] = (),
 ) -> tuple[int, list[int], np.ndarray | None, list[datetime]]:
-    """Vectors of `agent_id` with embedding id > `after_id` for `model` and `view`.
+    """Vectors of `agent_id` with embedding id > `after_id` (or among the embedding ids `also`) for `model` and `view`.
 
     → (max embedding id, row ids, matrix, each row's time: occurred_at or the turn's created_at).
     """
     table = _TABLE[kind]
     stamp = Narrative.occurred_at if kind == "narrative" else ContextTurn.created_at
+    wanted = or_(Embedding.id > after_id, Embedding.id.in_(list(also))) if also else Embedding.id > after_id
     rows = conn.execute(
         select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp)
         .join(table, table.id == Embedding.row_id)
         .where(Embedding.agent_id == agent_id, Embedding.kind == kind, Embedding.model == model,
-               Embedding.view == view, Embedding.id > after_id)
+               Embedding.view == view, wanted)
         .order_by(Embedding.id)
     ).all()
     if not rows:
         return after_id, [], None, []
     dim = rows[0].dim
     matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), dim)
-    return rows[-1].id, [r.row_id for r in rows], matrix, [r[4] for r in rows]
+    return max(after_id, rows[-1].id), [r.row_id for r in rows], matrix, [r[4] for r in rows]
