@@ -20,8 +20,12 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/tideline up
 
+# The MCP and worker suites run again on PostgreSQL (a fresh database per test; they skip without a server).
+PG_SUITES ?= tests/mcp_server tests/workers
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PG_SUITES)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy tideline_core workers mcp_server tideline_cli

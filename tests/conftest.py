@@ -13,6 +13,10 @@ How to use them (tests/mcp_server/* and tests/workers/* do):
   (flushed first, so no message of an earlier test leaks in), the local embedder, agent "alice".
   `make_settings(**overrides)` builds variants (same home and Redis) for tests that need them.
 - `database`: the migrated Database for `settings`.
+- `postgres_url`: a fresh, empty PostgreSQL database for this test (dropped afterwards), made
+  through TIDELINE_TEST_POSTGRES_URL (default: postgres@127.0.0.1:5432); skips without a server.
+  With TIDELINE_TEST_BACKEND=postgres, `settings` use one too, so the MCP, worker and CLI tests
+  run against PostgreSQL instead of SQLite.
 - `celery_app` / `celery_worker`: `workers.app.create_app(settings)` and a real worker running it
   in a thread of this process (threads pool), consuming both queues on the real Redis. Not eager mode.
 - `celery_dispatcher`: the production CeleryDispatcher for `settings`.
@@ -26,17 +30,23 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
 WaitUntil = Callable[..., Any]
+POSTGRES_ADMIN_URL = os.environ.get(
+    "TIDELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 
 
 @pytest.fixture(scope="session")
@@ -80,13 +90,42 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, redis_url: str, redis_client: redis.Redis) -> Callable[..., Settings]:
+def postgres_url() -> Iterator[str]:
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
+    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - whatever the reason, there is no PostgreSQL to test on
+        admin.dispose()
+        pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} (set TIDELINE_TEST_POSTGRES_URL): {exc.__class__.__name__}")
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def test_database_url(request: pytest.FixtureRequest) -> str | None:
+    """None (each test's own SQLite file) unless TIDELINE_TEST_BACKEND=postgres."""
+    if os.environ.get("TIDELINE_TEST_BACKEND", "sqlite") != "postgres":
+        return None
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def make_settings(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis, test_database_url: str | None
+) -> Callable[..., Settings]:
     redis_client.flushdb()  # only the test db: queues, results and unacked messages of earlier tests go
 
     def build(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "home": tmp_path / "home", "redis_url": redis_url, "embedder": "local", "agent": "alice",
-            "llm_url": None, "llm_model": None, "database_url": None, "memory_mcp_db": None,
+            "llm_url": None, "llm_model": None, "database_url": test_database_url, "memory_mcp_db": None,
         }
         values.update(overrides)
         return Settings(**values)

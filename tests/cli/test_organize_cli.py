@@ -22,6 +22,7 @@ def env(settings: Settings) -> dict[str, str]:
     """The CLI's environment: the same data dir, Redis and agent as the worker fixture's settings."""
     values = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
     values.update({"TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": str(settings.redis_url),
+                   "TIDELINE_DATABASE_URL": settings.resolved_database_url,
                    "TIDELINE_EMBEDDER": settings.embedder, "TIDELINE_AGENT": "alice"})
     return values
 

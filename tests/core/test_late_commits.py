@@ -7,8 +7,6 @@ it back under its own id.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -17,8 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import create_engine, delete, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import delete, insert, select
 
 from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.records import PendingRow
@@ -34,7 +31,6 @@ from tideline_core.store.versions import high_water
 
 MODEL = "test-axes"
 AT = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
-POSTGRES_ADMIN = os.environ.get("TIDELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 
 def axis(i: int) -> np.ndarray:
@@ -68,24 +64,10 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def postgres_db() -> Iterator[Database]:
-    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
-    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001 - any failure to reach a server means: no PostgreSQL here
-        admin.dispose()
-        pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN} (set TIDELINE_TEST_POSTGRES_URL): {exc.__class__.__name__}")
-    db = Database.open(make_url(POSTGRES_ADMIN).set(database=name).render_as_string(hide_password=False))
-    try:
-        yield db
-    finally:
-        db.close()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def postgres_db(postgres_url: str) -> Iterator[Database]:
+    db = Database.open(postgres_url)
+    yield db
+    db.close()
 
 
 @contextmanager

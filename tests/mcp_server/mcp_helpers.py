@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp import Client
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from tideline_core.settings import Settings
 
@@ -53,7 +54,10 @@ async def refused(client: Client, tool: str, **arguments: Any) -> str:
 
 
 def row_count(settings: Settings, table: str) -> int:
-    """Rows in a table, read straight from the SQLite file (not through the server under test)."""
-    path = settings.resolved_database_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    """Rows in a table, read straight from the database (not through the server under test)."""
+    engine = create_engine(settings.resolved_database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    finally:
+        engine.dispose()

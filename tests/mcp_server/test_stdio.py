@@ -30,6 +30,7 @@ def server_env(settings: Settings) -> dict[str, str]:
     # Only what a runtime's MCP config would set; the parent's TIDELINE_* variables are not inherited.
     return {
         "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": str(settings.redis_url),
+        "TIDELINE_DATABASE_URL": settings.resolved_database_url,
         "TIDELINE_AGENT": "alice", "TIDELINE_EMBEDDER": "none", "TIDELINE_LOG_LEVEL": "WARNING",
     }
 

@@ -77,6 +77,7 @@ def start_worker(settings: Settings, embedding_url: str, log: Path) -> subproces
     env = {
         **os.environ,
         "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": settings.resolved_redis_url,
+        "TIDELINE_DATABASE_URL": settings.resolved_database_url,
         "TIDELINE_EMBEDDER": "http", "TIDELINE_EMBEDDING_URL": embedding_url, "TIDELINE_EMBED_BATCH_SIZE": "2",
         "TIDELINE_VISIBILITY_TIMEOUT": "8", "TIDELINE_RECONCILE_GRACE_SECONDS": "3600", "TIDELINE_LOG_LEVEL": "INFO",
     }
