@@ -45,10 +45,14 @@ def test_one_locomo_conversation_gets_sane_turn_recall(tmp_path: Path) -> None:
     assert len(conv.questions) >= 20, "the slice should hold enough questions to mean something"
     db = Database.open(f"sqlite:///{tmp_path / 'eval.db'}")
     try:
-        results = runner.run_locomo(db, embedder, [conv], ["hybrid"], [5, 10])
+        results = runner.run_locomo(db, embedder, [conv], ["keyword", "hybrid"], [5, 10])
     finally:
         db.close()
     hybrid = results["hybrid"]
     assert hybrid.questions == len(conv.questions)
     assert hybrid.recall[10] >= 0.5, hybrid
     assert hybrid.session_recall[5] >= 0.7, hybrid
+    # The latency splits into the model pass over the query and the rest; keyword search has no model pass.
+    latency = hybrid.latency_ms
+    assert 0 < latency["embed_p50"] <= latency["p95"] and 0 < latency["rest_p50"] <= latency["p95"]
+    assert results["keyword"].latency_ms["embed_p95"] == 0

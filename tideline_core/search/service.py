@@ -17,6 +17,7 @@ The recipe (measured in bench/retrieval_lab on LoCoMo and MADial-zh):
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class SearchOutcome:
     degraded: str | None = None
     terms: tuple[str, ...] = ()
     dates: tuple[str, ...] = ()  # the time windows the query named, e.g. 'June 2023'
+    embed_ms: float = 0.0  # of the search's time, the model pass over the query (0 when remembered)
 
 
 class SearchService:
@@ -103,17 +105,22 @@ class SearchService:
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
 
-    def _query_vector(self, texts: Sequence[str]) -> tuple[np.ndarray | None, str | None]:
+    def _query_vector(self, texts: Sequence[str]) -> tuple[np.ndarray | None, str | None, float]:
+        """The summed, normalized query vector of `texts`, why there is none, and the model time in ms."""
+        took = 0.0
         with self._recent_lock:
             known = {t: self._recent_queries[t] for t in texts if t in self._recent_queries}
             for t in known:
                 self._recent_queries.move_to_end(t)
         fresh = list(dict.fromkeys(t for t in texts if t not in known))
         if fresh:
+            started = time.perf_counter()
             try:
                 rows = np.asarray(self.embedder.queries(fresh, timeout=self.query_timeout), dtype=np.float32)
             except (EmbedderUnavailable, ConfigurationError) as exc:
-                return None, f"semantic search unavailable ({exc}); results are keyword-only"
+                took = (time.perf_counter() - started) * 1000
+                return None, f"semantic search unavailable ({exc}); results are keyword-only", took
+            took = (time.perf_counter() - started) * 1000
             with self._recent_lock:
                 for text, row in zip(fresh, rows):
                     known[text] = self._recent_queries[text] = row
@@ -121,7 +128,7 @@ class SearchService:
                     self._recent_queries.popitem(last=False)
         total = np.sum([known[t] for t in texts], axis=0)
         norm = float(np.linalg.norm(total))
-        return (total / norm if norm > 0 else total), None
+        return (total / norm if norm > 0 else total), None, took
 
     def search(
         self, agent_id: str, params: SearchIn, conversation: Sequence[ConversationLine] | None = None
@@ -136,8 +143,9 @@ class SearchService:
             terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
         degraded = None
         vector = None
+        embed_ms = 0.0
         if params.mode in ("hybrid", "dense"):
-            vector, degraded = self._query_vector(texts)
+            vector, degraded, embed_ms = self._query_vector(texts)
         mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
         kinds = KINDS[params.kinds]
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
@@ -168,7 +176,8 @@ class SearchService:
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(hits=self._hydrate(agent_id, ranked, parts, similarity), mode=mode, degraded=degraded,
-                             terms=ordered_terms, dates=tuple(dict.fromkeys(w.describe() for w in windows)))
+                             terms=ordered_terms, dates=tuple(dict.fromkeys(w.describe() for w in windows)),
+                             embed_ms=embed_ms)
 
     def _keyword_signals(
         self,
