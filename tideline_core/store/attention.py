@@ -9,6 +9,7 @@ from sqlalchemy import Connection, insert, select
 
 from tideline_core.errors import InvalidInput
 from tideline_core.schema import AttentionHit, Narrative
+from tideline_core.store.lookup import owned_rows
 
 MAX_SOURCE = 16
 
@@ -27,11 +28,7 @@ def log_hits(
         wanted.setdefault(int(narrative_id), float(similarity))
     if not wanted:
         return 0
-    own = set(
-        conn.execute(
-            select(Narrative.id).where(Narrative.agent_id == agent_id, Narrative.id.in_(list(wanted)))
-        ).scalars()
-    )
+    own = {r.id for r in owned_rows(conn, Narrative.__table__, agent_id, wanted, [Narrative.id])}
     logged = set(
         conn.execute(
             select(AttentionHit.narrative_id).where(

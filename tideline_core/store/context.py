@@ -12,6 +12,7 @@ from tideline_core.inputs import ContextTurnIn
 from tideline_core.records import ContextTurnRecord
 from tideline_core.schema import ContextTurn
 from tideline_core.search import keyword
+from tideline_core.store.lookup import owned_rows
 from tideline_core.text import index_text
 from tideline_core.timeutil import utcnow
 
@@ -96,9 +97,7 @@ def _record(row: Any) -> ContextTurnRecord:
 def load_turns(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, ContextTurnRecord]:
     if not ids:
         return {}
-    rows = conn.execute(
-        select(ContextTurn.__table__).where(ContextTurn.agent_id == agent_id, ContextTurn.id.in_(list(ids)))
-    ).all()
+    rows = owned_rows(conn, ContextTurn.__table__, agent_id, ids)
     return {r.id: _record(r) for r in rows}
 
 

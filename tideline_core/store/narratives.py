@@ -15,6 +15,7 @@ from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.records import NarrativeRecord, WrittenNarrative
 from tideline_core.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.search import keyword
+from tideline_core.store.lookup import owned_rows
 from tideline_core.text import index_text
 from tideline_core.timeutil import utcnow
 
@@ -46,11 +47,7 @@ def shared_tag_count(conn: Connection, agent_id: str, tags: Sequence[str], exclu
 def _check_source_links(conn: Connection, agent_id: str, links: Sequence[int]) -> None:
     if not links:
         return
-    found = set(
-        conn.execute(
-            select(ContextTurn.id).where(ContextTurn.agent_id == agent_id, ContextTurn.id.in_(list(links)))
-        ).scalars()
-    )
+    found = {r.id for r in owned_rows(conn, ContextTurn.__table__, agent_id, links, [ContextTurn.id])}
     missing = [i for i in links if i not in found]
     if missing:
         raise InvalidInput("source_links", f"context turn ids {missing} do not exist for this agent")
@@ -103,7 +100,7 @@ def load_narratives(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict
     """Narratives of `agent_id` by id (ids of other agents are silently absent)."""
     if not ids:
         return {}
-    rows = conn.execute(select(Narrative.__table__).where(Narrative.agent_id == agent_id, Narrative.id.in_(list(ids)))).all()
+    rows = owned_rows(conn, Narrative.__table__, agent_id, ids)
     return _records(conn, rows)
 
 
