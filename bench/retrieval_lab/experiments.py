@@ -4,6 +4,7 @@
     python bench/retrieval_lab/experiments.py dense-prf BETA K VIEW [locomo|madial]
     python bench/retrieval_lab/experiments.py session-spread LAMBDA best|top3 [locomo|madial]
     python bench/retrieval_lab/experiments.py dialogue whole|lines|lines_all|prefix|prefix_last|previous_last
+    python bench/retrieval_lab/experiments.py names keep|named|both [locomo|madial]
 
 Each patches one piece of the real search for the run, then calls `product.main` (cached e5 vectors).
 """
@@ -19,7 +20,7 @@ import numpy as np
 import product  # puts the repository on sys.path
 from tideline_core.search import bm25  # noqa: E402
 from tideline_core.search import service as svc  # noqa: E402
-from tideline_core.search.query import _line, conversation_texts  # noqa: E402
+from tideline_core.search.query import _line, conversation_texts, named_speakers, without_names  # noqa: E402
 
 Vector = tuple[np.ndarray | None, str | None, float]
 
@@ -125,6 +126,22 @@ def dialogue(variant: str) -> None:
     _with_query_vector(make)
 
 
+def names(variant: str) -> None:
+    """A question's dense view over turns: names kept, only the named ones left out, or both texts summed."""
+
+    def make(service: Any, agent: str, params: Any, real: Callable[[Sequence[str]], Vector]) -> Vector:
+        if params.conversation or params.kinds != "context":
+            return real(conversation_texts(list(params.conversation)) if params.conversation else [params.query])
+        everyone = service.keywords.speaker_names(agent)
+        if variant == "keep":
+            return real([params.query])
+        if variant == "named":
+            return real([without_names(params.query, named_speakers([params.query], everyone))])
+        return real(list(dict.fromkeys([params.query, without_names(params.query, everyone)])))
+
+    _with_query_vector(make)
+
+
 def main(argv: list[str]) -> None:
     name, rest = argv[0], argv[1:]
     if name == "bm25":
@@ -136,6 +153,9 @@ def main(argv: list[str]) -> None:
     elif name == "session-spread":
         session_spread(float(rest[0]), rest[1])
         rest = rest[2:]
+    elif name == "names":
+        names(rest[0])
+        rest = rest[1:]
     elif name == "dialogue":
         dialogue(rest[0])
         rest = ["madial"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tideline_core.inputs import ConversationLine
-from tideline_core.search.query import conversation_terms, conversation_texts
+from tideline_core.search.query import conversation_terms, conversation_texts, without_names
 
 
 def line(speaker: str, text: str, is_self: bool = False) -> ConversationLine:
@@ -28,3 +28,16 @@ def test_newer_lines_and_the_other_partys_words_weigh_more_in_the_keyword_query(
     terms = conversation_terms([line("Ann", "kite beach"), line("Me", "kite museum", is_self=True),
                                 line("Ann", "festival tomorrow")])
     assert terms["festival"] > terms["beach"] > terms["museum"]
+
+
+def test_names_leave_a_question_whole_words_and_possessives_included_and_only_as_written() -> None:
+    names = ["Caroline", "Mary Ann", "Ann", "Will"]
+    assert without_names("What is Caroline's identity?", names) == "What is identity?"
+    assert without_names("Where did Mary Ann and Annabel go?", names) == "Where did and Annabel go?"
+    assert without_names("What will Will do?", names) == "What will do?"  # the word, not the name
+
+
+def test_a_chinese_name_is_taken_out_as_written_and_a_question_of_only_names_stays_whole() -> None:
+    assert without_names("王芳最近在忙什么？", ["王芳"]) == "最近在忙什么？"
+    assert without_names("Caroline?", ["Caroline"]) == "Caroline?"
+    assert without_names("Who is Caroline?", []) == "Who is Caroline?"

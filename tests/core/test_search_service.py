@@ -119,6 +119,20 @@ def test_a_named_speaker_lifts_their_turns_unless_every_speaker_is_named(db: Dat
         "dense", "ctx", "neighbour"}
 
 
+def test_among_turns_a_question_is_embedded_without_the_speakers_names_which_the_speaker_signal_carries(
+    db: Database,
+) -> None:
+    ids = record(db, "alice", "s1", [("Bob", "I made a clay bowl in pottery class."),
+                                     ("Caroline", "I made a clay bowl in pottery class.")])
+    embedder = WordsEmbedder()
+    svc = service(db, embedder)
+    hits = search(svc, query="What did Caroline make in pottery class?", kinds="context")
+    assert embedder.query_calls[-1] == ["What did make in pottery class?"]
+    assert hits[0].id == ids[1] and "speaker" in hits[0].signals  # who is still found, by the speaker signal
+    search(svc, query="What did Caroline make in pottery class?", kinds="all")
+    assert embedder.query_calls[-1] == ["What did Caroline make in pottery class?"]  # memories have no speakers
+
+
 def test_a_strong_hit_lifts_the_turns_beside_it_in_its_session(db: Database) -> None:
     ids = record(db, "alice", "pets", [("Ann", "We adopted a puppy named Rex!"), ("Bob", "What breed is he?"),
                                        ("Ann", "A golden retriever, eight weeks old.")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -89,3 +90,22 @@ def named_speakers(texts: Iterable[str], speakers: Iterable[str]) -> set[str]:
     everyone = set(speakers)
     named = {sp for sp in everyone if sp and set(analyze(sp, keep_stopwords=True)) & words}
     return named if len(named) < len(everyone) else set()
+
+
+def without_names(text: str, names: Iterable[str]) -> str:
+    """`text` with each of `names` (and its possessive) taken out; `text` itself if nothing would be left.
+
+    For the dense view of a question over conversation turns: a turn is embedded as
+    "Speaker: text", so a name left in the question pulls toward every turn of that speaker rather
+    than the ones on the topic asked about. Who is asked about is carried by the speaker signal and
+    the keywords (LoCoMo hybrid turn R@10 0.821 → 0.832 on conversations 0–2, 0.780 → 0.792 on 3–4).
+    Latin-script names match as whole words, case-sensitively ("Will" the name, not "will");
+    others (Chinese) as written.
+    """
+    out = text
+    for name in sorted({n.strip() for n in names if n and n.strip()}, key=len, reverse=True):
+        escaped = re.escape(name)
+        pattern = rf"(?<!\w){escaped}(?:['’]s)?(?!\w)" if name.isascii() else escaped
+        out = re.sub(pattern, " ", out)
+    out = re.sub(r"\s+", " ", out).strip()
+    return out if re.search(r"\w", out) else text

@@ -7,7 +7,9 @@ The recipe (measured in bench/retrieval_lab on LoCoMo and MADial-zh):
   finds nothing (single CJK characters, parts of identifiers);
 - dense: e5 cosine over each row (``dense``) and, for a context turn, over the turn with up to two
   preceding turns of its session (``ctx``);
-- ``speaker``: turns by a speaker the query names (only among turns another signal found);
+- ``speaker``: turns by a speaker the query names (only among turns another signal found); when
+  only turns are searched, the question's dense view leaves the speakers' names out, since this
+  signal carries who and a name in the text pulls toward every turn of that speaker;
 - ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
   it (``when.py``; also only among turns another signal found);
 - fused by min-max score fusion with per-signal weights, then each context turn lifted by
@@ -32,7 +34,14 @@ from tideline_core.inputs import ConversationLine, SearchIn
 from tideline_core.search import keyword
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.lexical import KeywordIndex
-from tideline_core.search.query import conversation_terms, conversation_texts, merge_terms, named_speakers, question_terms
+from tideline_core.search.query import (
+    conversation_terms,
+    conversation_texts,
+    merge_terms,
+    named_speakers,
+    question_terms,
+    without_names,
+)
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.search.when import TimeWindow, closeness, mentioned_times
 from tideline_core.store.context import load_turns
@@ -141,15 +150,20 @@ class SearchService:
             weights = CONVERSATION_WEIGHTS
         else:
             terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
+        kinds = KINDS[params.kinds]
+        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
+            version = high_water(conn)
+        if not lines and kinds == ("context",) and params.mode != "keyword":
+            # Among turns alone, who a question is about is the speaker signal's (or, when it names
+            # everyone, tells nothing apart): the dense view gets the question without the names.
+            self.keywords.refresh(agent_id, "context", version)
+            texts = [without_names(params.query, self.keywords.speaker_names(agent_id))]
         degraded = None
         vector = None
         embed_ms = 0.0
         if params.mode in ("hybrid", "dense"):
             vector, degraded, embed_ms = self._query_vector(texts)
         mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
-        kinds = KINDS[params.kinds]
-        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
-            version = high_water(conn)
         dense_depth = max(DENSE_DEPTH, params.limit)
         signals: dict[str, dict[Hashable, float]] = {}
         for kind in kinds:
