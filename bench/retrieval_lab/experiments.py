@@ -3,7 +3,7 @@
     python bench/retrieval_lab/experiments.py bm25 K1 B [locomo|madial]
     python bench/retrieval_lab/experiments.py dense-prf BETA K VIEW [locomo|madial]
     python bench/retrieval_lab/experiments.py session-spread LAMBDA best|top3 [locomo|madial]
-    python bench/retrieval_lab/experiments.py dialogue whole|lines|lines_all|prefix|prefix_last|previous_last
+    python bench/retrieval_lab/experiments.py dialogue whole|lines|lines_all|prefix|prefix_last|previous_last|tags:N
     python bench/retrieval_lab/experiments.py names keep|named|both [locomo|madial]
 
 Each patches one piece of the real search for the run, then calls `product.main` (cached e5 vectors).
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jieba.analyse
 import numpy as np
 
 import product  # puts the repository on sys.path
@@ -117,6 +118,9 @@ def dialogue(variant: str) -> None:
             vec = one(earlier + [whole[-1]]).sum(0)
         elif variant == "prefix_last":
             vec = one(earlier + [_line(lines[-1])]).sum(0)
+        elif variant.startswith("tags:"):  # the other party's top jieba keywords, ~20 model tokens
+            text = "\n".join(x.text for x in others)
+            return real([" ".join(jieba.analyse.extract_tags(text, topK=int(variant[5:])))])
         elif variant == "previous_last":
             vec = one(earlier + ["\n".join(_line(x) for x in lines[-3:-1]), _line(lines[-1])]).sum(0)
         else:
