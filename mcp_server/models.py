@@ -124,6 +124,11 @@ class SearchResult(_Out):
     )
     terms: list[str] = Field(description="the keyword terms the query was segmented into")
     dates: list[str] = Field(default_factory=list, description="the times the query named (they lift what happened then)")
+    embedded: list[str] = Field(
+        default_factory=list,
+        description="the texts embedded for the semantic part; a question over context turns alone leaves the "
+        "speakers' names out (the speaker signal carries who)",
+    )
     hits: list[Hit]
 
 

@@ -170,6 +170,8 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     if getattr(args, "explain", False):
         dates = f"   dates: {', '.join(outcome.dates)}" if outcome.dates else ""
         print(f"terms: {' '.join(outcome.terms) or '-'}   mode: {outcome.mode}{dates}")
+        for text in outcome.embedded:
+            print(f"embedded: {text!r}")
     for h in outcome.hits:
         print(f"{h.kind}#{h.id}  {h.score:.3f}  {h.occurred_at:%Y-%m-%d %H:%M}  {h.text}")
         if getattr(args, "explain", False):

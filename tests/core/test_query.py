@@ -41,3 +41,4 @@ def test_a_chinese_name_is_taken_out_as_written_and_a_question_of_only_names_sta
     assert without_names("王芳最近在忙什么？", ["王芳"]) == "最近在忙什么？"
     assert without_names("Caroline?", ["Caroline"]) == "Caroline?"
     assert without_names("Who is Caroline?", []) == "Who is Caroline?"
+    assert without_names("A plan for B", ["A", "B"]) == "A plan for B"  # one-letter names are words too

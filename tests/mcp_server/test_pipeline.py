@@ -42,7 +42,8 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
         park = await call(client, "memory_write", gesture=PARK, tags=["小林"])
         cat = await call(client, "memory_write", gesture=CAT, tags=["home"])
         await call(client, "memory_write", gesture=TAXES, tags=["admin"])
-        turn = await call(client, "context_record", role="user", content="我们明天去服务中心办手续吧", session_id="s1")
+        turn = await call(client, "context_record", role="user", content="我们明天去服务中心办手续吧", session_id="s1",
+                          speaker="Mia")
         right_away = {
             "公园": await call(client, "memory_search", query="公园", mode="keyword"),
             "服务": await call(client, "context_search", query="服务", mode="keyword"),
@@ -53,6 +54,8 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
         pet = await call(client, "memory_search", query="my pet made a mess at home", mode="dense", limit=1)
         walk = await call(client, "memory_search", query="晚上和朋友出去走走", mode="dense", kinds="narratives", limit=1)
         errand = await call(client, "context_search", query="去办事处处理手续", mode="dense", limit=1)
+        asked = await call(client, "context_search", query="What errand did Mia plan?", limit=1)
+        asked_all = await call(client, "memory_search", query="What errand did Mia plan?", limit=1)
         hybrid = await call(client, "memory_search", query="cat glass")
         status = await call(client, "memory_status")
 
@@ -63,6 +66,9 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
     assert (pet["mode"], pet["degraded"], pet["hits"][0]["id"]) == ("dense", None, cat["id"])
     assert walk["hits"][0]["id"] == park["id"] and "dense" in walk["hits"][0]["signals"]
     assert errand["hits"][0]["id"] == turn["id"]
+    # Over turns the speaker signal carries who, so the name is left out of what is embedded; not so over memories.
+    assert asked["embedded"] == ["What errand did plan?"] and asked["hits"][0]["id"] == turn["id"]
+    assert asked_all["embedded"] == ["What errand did Mia plan?"]
     assert hybrid["hits"][0]["id"] == cat["id"] and {"kw", "dense"} <= set(hybrid["hits"][0]["signals"])
     assert status["embeddings_pending"] == 0 and status["broker_reachable"] is True
     # Search hits travel to the attention log through the ingest queue, never written by the server itself.

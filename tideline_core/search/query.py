@@ -99,11 +99,12 @@ def without_names(text: str, names: Iterable[str]) -> str:
     "Speaker: text", so a name left in the question pulls toward every turn of that speaker rather
     than the ones on the topic asked about. Who is asked about is carried by the speaker signal and
     the keywords (LoCoMo hybrid turn R@10 0.821 → 0.832 on conversations 0–2, 0.780 → 0.792 on 3–4).
-    Latin-script names match as whole words, case-sensitively ("Will" the name, not "will");
-    others (Chinese) as written.
+    Latin-script names match as whole words, case-sensitively ("Will" the name, not "will"), and a
+    one-letter name ("A") is left alone, being a word too; others (Chinese) match as written.
     """
     out = text
-    for name in sorted({n.strip() for n in names if n and n.strip()}, key=len, reverse=True):
+    kept = {n.strip() for n in names if n and n.strip() and not (len(n.strip()) == 1 and n.strip().isascii())}
+    for name in sorted(kept, key=len, reverse=True):
         escaped = re.escape(name)
         pattern = rf"(?<!\w){escaped}(?:['’]s)?(?!\w)" if name.isascii() else escaped
         out = re.sub(pattern, " ", out)

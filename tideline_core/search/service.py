@@ -90,6 +90,7 @@ class SearchOutcome:
     terms: tuple[str, ...] = ()
     dates: tuple[str, ...] = ()  # the time windows the query named, e.g. 'June 2023'
     embed_ms: float = 0.0  # of the search's time, the model pass over the query (0 when remembered)
+    embedded: tuple[str, ...] = ()  # the texts whose vectors made the semantic query (none in keyword mode)
 
 
 class SearchService:
@@ -191,7 +192,7 @@ class SearchService:
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(hits=self._hydrate(agent_id, ranked, parts, similarity), mode=mode, degraded=degraded,
                              terms=ordered_terms, dates=tuple(dict.fromkeys(w.describe() for w in windows)),
-                             embed_ms=embed_ms)
+                             embed_ms=embed_ms, embedded=tuple(texts) if vector is not None else ())
 
     def _keyword_signals(
         self,
