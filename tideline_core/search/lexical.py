@@ -2,8 +2,9 @@
 
 Rows are immutable once written, so each search first pulls only rows newer than the last one
 seen (a primary-key range scan), and older ones that were still in flight then (``Watermark``): a
-write is keyword-searchable on the very next query, also when another process wrote it. Per context turn it also keeps what the ranking needs besides text:
-session order (for the previous turn and for neighbour spreading), speaker and time.
+write is keyword-searchable on the very next query, also when another process wrote it. Per
+context turn it also keeps what the ranking needs besides text: session order (for the previous
+turn and for neighbour spreading), speaker and time.
 
 Views: ``kw`` = the row's own text; ``kw_ctx`` (context turns only) = the previous turn of the
 same session followed by this turn, so a short reply ("yes, last June") matches the question
@@ -20,28 +21,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import cast
 
-from sqlalchemy import ColumnElement, or_, select
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy import select
 
 from tideline_core.schema import ContextTurn, Narrative, NarrativeTag
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.store.context import turn_text
 from tideline_core.store.database import Database
-from tideline_core.store.versions import StoreVersion, visible_ids
+from tideline_core.store.lookup import chunks
+from tideline_core.store.versions import StoreVersion, catch_up, ids_after
 from tideline_core.store.watermark import Watermark
 
 K1 = 0.9  # measured on LoCoMo and MADial (bench/retrieval_lab): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
-_CHUNK = 500  # ids per IN (...) when loading tags
 
 
 def _stamp(value: datetime) -> float:
     return value.timestamp()
-
-
-def _wanted(column: InstrumentedAttribute[int], after: int, holes: Sequence[int]) -> ColumnElement[bool]:
-    """Ids above the watermark, or ones it still awaits."""
-    return or_(column > after, column.in_(holes)) if holes else column > after
 
 
 @dataclass
@@ -121,37 +116,33 @@ class KeywordIndex:
         return shard
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
-        holes = shard.mark.pending()
         with self.db.snapshot() as conn:
             rows = conn.execute(
                 select(ContextTurn.id, ContextTurn.session_id, ContextTurn.speaker, ContextTurn.content,
                        ContextTurn.created_at)
-                .where(_wanted(ContextTurn.id, shard.mark.last_id, holes), ContextTurn.agent_id == agent_id)
+                .where(ids_after(ContextTurn.id, shard.mark.last_id, shard.mark.pending()),
+                       ContextTurn.agent_id == agent_id)
                 .order_by(ContextTurn.id)
             ).all()
-            newest = max([shard.mark.last_id, *(int(r.id) for r in rows)])
-            visible = visible_ids(conn, ContextTurn.__table__, shard.mark.span(newest), holes)
+            newest, visible = catch_up(conn, ContextTurn.__table__, shard.mark, (int(r.id) for r in rows))
         for r in rows:
             shard.add_turn(int(r.id), r.session_id, r.speaker, r.content, _stamp(r.created_at))
         shard.mark.settle(newest, visible, time.monotonic())
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
-        holes = shard.mark.pending()
         with self.db.snapshot() as conn:
             rows = conn.execute(
                 select(Narrative.id, Narrative.gesture, Narrative.context, Narrative.moment,
                        Narrative.cognition_direction, Narrative.entities_role, Narrative.occurred_at)
-                .where(_wanted(Narrative.id, shard.mark.last_id, holes), Narrative.agent_id == agent_id)
+                .where(ids_after(Narrative.id, shard.mark.last_id, shard.mark.pending()), Narrative.agent_id == agent_id)
                 .order_by(Narrative.id)
             ).all()
-            newest = max([shard.mark.last_id, *(int(r.id) for r in rows)])
-            visible = visible_ids(conn, Narrative.__table__, shard.mark.span(newest), holes)
-            tags: dict[int, list[str]] = {}
             ids = [int(r.id) for r in rows]
-            for start in range(0, len(ids), _CHUNK):
+            newest, visible = catch_up(conn, Narrative.__table__, shard.mark, ids)
+            tags: dict[int, list[str]] = {}
+            for chunk in chunks(ids):
                 for narrative_id, tag in conn.execute(
-                    select(NarrativeTag.narrative_id, NarrativeTag.tag)
-                    .where(NarrativeTag.narrative_id.in_(ids[start : start + _CHUNK]))
+                    select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
                 ):
                     tags.setdefault(int(narrative_id), []).append(tag)
         for r in rows:

@@ -12,7 +12,7 @@ import numpy as np
 from tideline_core.schema import Embedding
 from tideline_core.store.database import Database
 from tideline_core.store.vectors import load_since
-from tideline_core.store.versions import StoreVersion, visible_ids
+from tideline_core.store.versions import StoreVersion, catch_up
 from tideline_core.store.watermark import Watermark
 
 
@@ -90,11 +90,10 @@ class VectorIndex:
         with shard.lock:
             if version is not None and version == shard.version and not shard.mark.holes:
                 return shard
-            holes = shard.mark.pending()
             with self.db.snapshot() as conn:
-                newest, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.mark.last_id, self.model, view,
-                                                             also=holes)
-                visible = visible_ids(conn, Embedding.__table__, shard.mark.span(newest), holes)
+                loaded, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.mark.last_id, self.model, view,
+                                                             also=shard.mark.pending())
+                newest, visible = catch_up(conn, Embedding.__table__, shard.mark, [loaded])
             if matrix is not None:
                 shard.absorb(row_ids, matrix, times)
             shard.mark.settle(newest, visible, time.monotonic())

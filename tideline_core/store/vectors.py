@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from tideline_core.records import PendingRow
 from tideline_core.schema import ContextTurn, Embedding, Narrative
 from tideline_core.store.context import turn_text
 from tideline_core.store.narratives import load_narratives, narrative_embedding_text
+from tideline_core.store.versions import ids_after
 
 KINDS = ("narrative", "context")
 VIEWS = ("base", "ctx")
@@ -129,12 +130,11 @@ def load_since(
     """
     table = _TABLE[kind]
     stamp = Narrative.occurred_at if kind == "narrative" else ContextTurn.created_at
-    wanted = or_(Embedding.id > after_id, Embedding.id.in_(list(also))) if also else Embedding.id > after_id
     rows = conn.execute(
         select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp)
         .join(table, table.id == Embedding.row_id)
         .where(Embedding.agent_id == agent_id, Embedding.kind == kind, Embedding.model == model,
-               Embedding.view == view, wanted)
+               Embedding.view == view, ids_after(Embedding.id, after_id, also))
         .order_by(Embedding.id)
     ).all()
     if not rows:

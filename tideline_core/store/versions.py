@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from sqlalchemy import Connection, FromClause, select, text
+from sqlalchemy import ColumnElement, Connection, FromClause, or_, select, text
+from sqlalchemy.orm import InstrumentedAttribute
+
+from tideline_core.store.lookup import chunks
+from tideline_core.store.watermark import Watermark
 
 # Rows are appended with increasing ids (embeddings, turns, narratives), so the three maxima change
 # whenever anything an index reads was written, by this process or another.
@@ -21,7 +25,9 @@ def high_water(conn: Connection) -> StoreVersion:
     return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
-_CHUNK = 500
+def ids_after(column: InstrumentedAttribute[int], after: int, also: Sequence[int] = ()) -> ColumnElement[bool]:
+    """Ids above a watermark, or among the older ones it still awaits."""
+    return or_(column > after, column.in_(list(also))) if also else column > after
 
 
 def visible_ids(conn: Connection, table: FromClause, span: tuple[int, int], holes: Sequence[int]) -> list[int]:
@@ -30,6 +36,13 @@ def visible_ids(conn: Connection, table: FromClause, span: tuple[int, int], hole
     found: list[int] = []
     if high > low:
         found += conn.execute(select(table.c.id).where(table.c.id > low, table.c.id <= high)).scalars().all()
-    for start in range(0, len(holes), _CHUNK):
-        found += conn.execute(select(table.c.id).where(table.c.id.in_(holes[start : start + _CHUNK]))).scalars().all()
+    for chunk in chunks(holes):
+        found += conn.execute(select(table.c.id).where(table.c.id.in_(chunk))).scalars().all()
     return found
+
+
+def catch_up(conn: Connection, table: FromClause, mark: Watermark, loaded: Iterable[int]) -> tuple[int, list[int]]:
+    """After loading `loaded` (ids above `mark` or among its holes) in this snapshot: the newest id
+    reached, and the visible ids `Watermark.settle` needs, read in the same snapshot."""
+    newest = max([mark.last_id, *loaded])
+    return newest, visible_ids(conn, table, mark.span(newest), mark.pending())

@@ -47,18 +47,11 @@ class Watermark:
         seen = set(visible)
         holes = {i: t for i, t in self.holes.items() if i not in seen and now - t < grace}
         low, high = self.span(newest)
-        if high > low:
-            expected = high
-            # Walk down from the newest id so a wide gap keeps only its most recent ids.
-            for i in sorted((i for i in seen if low < i <= high), reverse=True):
-                for missing in range(expected - 1, i, -1):
-                    if len(holes) >= MAX_HOLES:
-                        break
-                    holes.setdefault(missing, now)
-                expected = i
-            for missing in range(expected - 1, low, -1):
-                if len(holes) >= MAX_HOLES:
-                    break
-                holes.setdefault(missing, now)
+        # Newest first, so when the cap is reached it is the most recent gaps that are kept.
+        for candidate in range(high - 1, low, -1):
+            if len(holes) >= MAX_HOLES:
+                break
+            if candidate not in seen:
+                holes.setdefault(candidate, now)
         self.last_id = high
         self.holes = holes
