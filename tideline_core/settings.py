@@ -10,6 +10,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tideline_core.errors import ConfigurationError
 
+# The local embedding model, built from the bundled weights on first use; shared by every Tideline home.
+DEFAULT_MODEL_CACHE = Path("~/.cache/tideline")
+
 
 def _env(name: str, *seed_names: str) -> AliasChoices:
     return AliasChoices(f"TIDELINE_{name}", *seed_names)
@@ -35,6 +38,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = Field(default=None, validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"))
     embedding_timeout: float = Field(default=30.0, validation_alias=_env("EMBEDDING_TIMEOUT"))
     query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))
+    model_cache: Path = Field(default=DEFAULT_MODEL_CACHE, validation_alias=_env("MODEL_CACHE"))
     embed_batch_size: int = Field(default=32, ge=1, le=1024, validation_alias=_env("EMBED_BATCH_SIZE"))
 
     llm_url: str | None = Field(default=None, validation_alias=_env("LLM_URL"))
@@ -55,7 +59,7 @@ class Settings(BaseSettings):
     dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 
-    @field_validator("home", mode="after")
+    @field_validator("home", "model_cache", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
         return value.expanduser()
