@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +88,6 @@ class E5Engine:
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
             str(cached_encoder(self.weights, cache_dir)), options, providers=["CPUExecutionProvider"])
-        self._lock = threading.Lock()
 
     def token_count(self, text: str, *, query: bool) -> int:
         return len(self.tokenizer.ids(("query: " if query else "passage: ") + text)) + 2
