@@ -1,7 +1,7 @@
 """The product's own eval runner on LoCoMo (split A = convs 0-2, B = 3-4) and MADial, with cached embeddings.
 
 Runs `tideline_core.evaluation.runner` unchanged: the real write path, embed_pending and SearchService.
-Only the embedder is wrapped, so repeated runs skip the e5 passes (cache in $RETRIEVAL_CACHE/product).
+Only the embedder is wrapped, so repeated runs skip the e5 passes (cache in $RETRIEVAL_CACHE/product-<model>.sqlite).
 Overrides of module constants for experiments: `python product.py service.GAMMA=0.3 ...`.
 """
 
@@ -20,13 +20,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tideline_core.embedders import LocalE5Embedder  # noqa: E402
+from tideline_core.embedders import LOCAL_MODEL, LocalE5Embedder  # noqa: E402
 from tideline_core.evaluation import locomo, madial, runner  # noqa: E402
 from tideline_core.search import fusion, query, service  # noqa: E402
 from tideline_core.store.database import Database  # noqa: E402
 
 EVAL = ROOT.parent / "shared" / "eval"
-CACHE = Path(os.environ.get("RETRIEVAL_CACHE", "/tmp/retrieval_cache")) / "product.sqlite"
+# One file per vector space: vectors of another model (or engine) must never be mixed in.
+CACHE = Path(os.environ.get("RETRIEVAL_CACHE", "/tmp/retrieval_cache")) / f"product-{LOCAL_MODEL.replace('/', '_')}.sqlite"
 
 
 class CachedEmbedder:
