@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -52,3 +53,17 @@ async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
         await call(client, "memory_write", gesture="a quiet morning")
         found = await call(client, "memory_search", query="morning", mode="keyword")
     assert found["degraded"] is None and found["mode"] == "keyword" and len(found["hits"]) == 1
+
+
+async def test_a_model_cache_that_cannot_be_written_leaves_search_keyword_only_and_names_the_setting(
+    local_settings: Settings, dispatcher: RecordingDispatcher, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the model cache should be")
+    settings = local_settings.model_copy(update={"embedder": "local", "model_cache": blocker / "models"})
+    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+        written = await call(client, "memory_write", gesture="我们在湖边讨论了搬家的计划")
+        found = await call(client, "memory_search", query="搬家", mode="hybrid")
+    assert found["mode"] == "keyword" and "TIDELINE_MODEL_CACHE" in found["degraded"]
+    assert [hit["id"] for hit in found["hits"]] == [written["id"]]
+    assert blocker.read_text() == "a file where the model cache should be"

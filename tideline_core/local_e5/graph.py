@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tideline_core.errors import ConfigurationError
 from tideline_core.local_e5.weights import LAYER_NORMS, E5Weights
 
 log = logging.getLogger(__name__)
@@ -23,9 +24,16 @@ def cached_encoder(weights: E5Weights, cache_dir: Path) -> Path:
     path = cache_dir / f"e5-small-int8-g{GRAPH_VERSION}-{weights.fingerprint()}.onnx"
     if path.is_file():
         return path
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        scratch_dir = tempfile.TemporaryDirectory(dir=cache_dir)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"TIDELINE_MODEL_CACHE={cache_dir} cannot hold the local embedding model ({exc.strerror or exc}): "
+            "point it at a writable directory"
+        ) from exc
     log.info("building the local embedding model into %s (once)", path)
-    with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
+    with scratch_dir as scratch:
         full = Path(scratch) / "float.onnx"
         _save_float_graph(weights, full)
         quantized = Path(scratch) / "int8.onnx"
