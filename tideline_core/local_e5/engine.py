@@ -89,16 +89,19 @@ class E5Engine:
         self._session = onnxruntime.InferenceSession(
             str(cached_encoder(self.weights, cache_dir)), options, providers=["CPUExecutionProvider"])
 
+    def _content(self, text: str, query: bool) -> list[int]:
+        """Token ids of `text` behind e5's role prefix, without the <s>/</s> markers."""
+        return self.tokenizer.ids(("query: " if query else "passage: ") + text)
+
     def token_count(self, text: str, *, query: bool) -> int:
-        return len(self.tokenizer.ids(("query: " if query else "passage: ") + text)) + 2
+        return len(self._content(text, query)) + 2
 
     def embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        prefix = "query: " if query else "passage: "
         vocabulary, shape = self.weights.vocabulary, self.weights.shape
         segments = [s for i, text in enumerate(texts)
-                    for s in windows(i, self.tokenizer.ids(prefix + text), vocabulary.bos, vocabulary.eos,
+                    for s in windows(i, self._content(text, query), vocabulary.bos, vocabulary.eos,
                                      shape.max_positions)]
         rows = pack([len(s.ids) for s in segments])
         per_segment = np.zeros((len(segments), self.dim), dtype=np.float32)

@@ -18,14 +18,13 @@ class Tokenizer:
     """Text → piece ids without the <s>/</s> markers; the best-scoring segmentation under the unigram model."""
 
     def __init__(self, vocabulary: Vocabulary) -> None:
-        self.vocabulary = vocabulary
         self._pieces = vocabulary.pieces
         self._scores = vocabulary.scores
         self._unk = vocabulary.unk
         # An unknown character costs more than any known piece, so it is chosen only when nothing fits.
         self._unk_score = min(vocabulary.scores) - 10.0
         self._longest = max(len(p) for p in vocabulary.pieces)
-        self._table = {cp: out for cp, out in vocabulary.normalization.items()}
+        self._table = vocabulary.normalization
         # No piece holds '▁' past its first character, so each '▁'-led word segments on its own: the
         # same ids as one pass over the text, and a word seen before (lines re-sent each turn) is free.
         if any(METASPACE in piece[1:] for piece in vocabulary.pieces):
