@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PACKAGES := tideline_core workers mcp_server tideline_cli
 
-.PHONY: run test install lint typecheck bench eval clean
+.PHONY: run test install lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Tideline needs Python 3.11+"'
@@ -20,18 +21,23 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/tideline up
 
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy $(PACKAGES)
+
 # The MCP and worker suites run again on PostgreSQL (a fresh database per test; they skip without a server).
 PG_SUITES ?= tests/mcp_server tests/workers
 
-test: $(STAMP)
+test: lint typecheck
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PG_SUITES)
 
-typecheck: $(STAMP)
-	$(BIN)/python -m mypy tideline_core workers mcp_server tideline_cli
-
 bench: $(STAMP)
 	$(BIN)/python bench/write_read.py
+	$(BIN)/python bench/script_layer.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

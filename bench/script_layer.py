@@ -25,14 +25,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # see tideline_core/soft_clusters.py: threads oversubscribe
 
-import numpy as np  # noqa: E402
-import synthetic  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
+import numpy as np
+import synthetic
+from sqlalchemy import insert
 
-from tideline_core.embedders import LOCAL_MODEL  # noqa: E402
-from tideline_core.organize import attention, clusters, graph, scan, weights  # noqa: E402
-from tideline_core.scanner import to_markdown  # noqa: E402
-from tideline_core.schema import (  # noqa: E402
+from tideline_core.embedders import LOCAL_MODEL
+from tideline_core.organize import attention, clusters, graph, scan, weights
+from tideline_core.scanner import to_markdown
+from tideline_core.schema import (
     AttentionHit,
     ContextTurn,
     Embedding,
@@ -40,9 +40,9 @@ from tideline_core.schema import (  # noqa: E402
     NarrativeSource,
     NarrativeTag,
 )
-from tideline_core.store.database import Database  # noqa: E402
-from tideline_core.store.vectors import to_blob  # noqa: E402
-from tideline_core.text import initialize  # noqa: E402
+from tideline_core.store.database import Database
+from tideline_core.store.vectors import to_blob
+from tideline_core.text import initialize
 
 AGENT = "bench"
 BATCH = 5_000
@@ -50,7 +50,7 @@ ALIASES = {"alice": "Alice", "bob": "Bob", "甜心": "甜心"}
 
 
 def _batches(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    return [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
+    return [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
 
 
 def load(db: Database, n: int) -> None:
@@ -60,29 +60,69 @@ def load(db: Database, n: int) -> None:
     vectors, turn_vectors = synthetic.vectors(n), synthetic.vectors(n, seed=1)
     rng = np.random.default_rng(3)
     narrative_rows = [
-        {"id": r["id"], "agent_id": AGENT, "gesture": r["gesture"], "context": r["context"],
-         "cognition_direction": r["cognition_direction"], "importance": r["importance"], "emotional": r["emotional"],
-         "recurrence": r["recurrence"], "unresolved": r["unresolved"], "weight": 0.6,
-         "entities_role": r["entities_role"], "related_entities": r["related_entities"],
-         "occurred_at": r["occurred_at"], "created_at": r["created_at"], "updated_at": r["created_at"],
-         "embedding_state": "done"}
+        {
+            "id": r["id"],
+            "agent_id": AGENT,
+            "gesture": r["gesture"],
+            "context": r["context"],
+            "cognition_direction": r["cognition_direction"],
+            "importance": r["importance"],
+            "emotional": r["emotional"],
+            "recurrence": r["recurrence"],
+            "unresolved": r["unresolved"],
+            "weight": 0.6,
+            "entities_role": r["entities_role"],
+            "related_entities": r["related_entities"],
+            "occurred_at": r["occurred_at"],
+            "created_at": r["created_at"],
+            "updated_at": r["created_at"],
+            "embedding_state": "done",
+        }
         for r in rows
     ]
     tag_rows = [{"narrative_id": r["id"], "tag": t, "agent_id": AGENT} for r in rows for t in r["tags"]]
-    turn_rows = [{"id": t["id"], "agent_id": AGENT, "session_id": t["session_id"], "role": t["role"],
-                  "speaker": t["speaker"], "content": t["content"], "created_at": t["created_at"],
-                  "recorded_at": t["created_at"], "embedding_state": "done"} for t in turns]
+    turn_rows = [
+        {
+            "id": t["id"],
+            "agent_id": AGENT,
+            "session_id": t["session_id"],
+            "role": t["role"],
+            "speaker": t["speaker"],
+            "content": t["content"],
+            "created_at": t["created_at"],
+            "recorded_at": t["created_at"],
+            "embedding_state": "done",
+        }
+        for t in turns
+    ]
     embeddings = [
         {"kind": kind, "row_id": i + 1, "agent_id": AGENT, "model": LOCAL_MODEL, "dim": 384, "vector": to_blob(v)}
-        for kind, matrix in (("narrative", vectors), ("context", turn_vectors)) for i, v in enumerate(matrix)
+        for kind, matrix in (("narrative", vectors), ("context", turn_vectors))
+        for i, v in enumerate(matrix)
     ]
-    links = [{"narrative_id": r["id"], "context_id": r["id"], "agent_id": AGENT, "inferred": False}
-             for r in rows if r["id"] % 3 == 0]
-    hits = [{"agent_id": AGENT, "narrative_id": int(i), "similarity": float(s), "source": "t1",
-             "created_at": rows[-1]["created_at"]}
-            for i, s in zip(rng.integers(1, n + 1, n), rng.random(n), strict=True)]
-    for table, values in ((Narrative, narrative_rows), (NarrativeTag, tag_rows), (ContextTurn, turn_rows),
-                          (Embedding, embeddings), (NarrativeSource, links), (AttentionHit, hits)):
+    links = [
+        {"narrative_id": r["id"], "context_id": r["id"], "agent_id": AGENT, "inferred": False}
+        for r in rows
+        if r["id"] % 3 == 0
+    ]
+    hits = [
+        {
+            "agent_id": AGENT,
+            "narrative_id": int(i),
+            "similarity": float(s),
+            "source": "t1",
+            "created_at": rows[-1]["created_at"],
+        }
+        for i, s in zip(rng.integers(1, n + 1, n), rng.random(n), strict=True)
+    ]
+    for table, values in (
+        (Narrative, narrative_rows),
+        (NarrativeTag, tag_rows),
+        (ContextTurn, turn_rows),
+        (Embedding, embeddings),
+        (NarrativeSource, links),
+        (AttentionHit, hits),
+    ):
         for batch in _batches(values):
             with db.write() as conn:
                 conn.execute(insert(table), batch)
@@ -158,8 +198,10 @@ def main() -> None:
         results = {n: run_size(n, root) for n in args.sizes}
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"# Script layer through the organize layer — {os.cpu_count()} cores, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(
+        f"# Script layer through the organize layer — {os.cpu_count()} cores, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     stages = list(next(iter(results.values()))[0])
     width = max(len(s) for s in stages) + 2
     header = "stage".ljust(width) + "".join(f"{n:>12,}" for n in args.sizes)

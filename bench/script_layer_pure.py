@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synthetic  # noqa: E402
+import synthetic
 
-from tideline_core import attention, backfill, entity_graph, reweigh, scanner, soft_clusters, topics  # noqa: E402
-from tideline_core.text import initialize  # noqa: E402
+from tideline_core import attention, backfill, entity_graph, reweigh, scanner, soft_clusters, topics
+from tideline_core.text import initialize
 
 T = TypeVar("T")
 
@@ -66,8 +66,16 @@ def run_size(n: int) -> tuple[dict[str, float], dict[str, Any]]:
     timed(times, "route 1000 queries", lambda: [soft_clusters.route(q, soft.centroids, links) for q in queries])
 
     scored = [
-        reweigh.ScoredNarrative(r["id"], r["created_at"], tuple(r["tags"]), r["importance"], r["emotional"],
-                                r["unresolved"], r["recurrence"], 0.6)
+        reweigh.ScoredNarrative(
+            r["id"],
+            r["created_at"],
+            tuple(r["tags"]),
+            r["importance"],
+            r["emotional"],
+            r["unresolved"],
+            r["recurrence"],
+            0.6,
+        )
         for r in rows
     ]
     changes = timed(times, "reweigh", lambda: reweigh.reweigh(scored))
@@ -91,9 +99,7 @@ def run_size(n: int) -> tuple[dict[str, float], dict[str, Any]]:
 
     anchors = [backfill.NarrativeAnchor(r["id"], r["occurred_at"]) for r in rows]
     turn_anchors = [backfill.TurnAnchor(t["id"], t["created_at"]) for t in turns]
-    timed(
-        times, "backfill (±6 h, 384-d)", lambda: backfill.propose_links(anchors, vectors, turn_anchors, turn_vectors)
-    )
+    timed(times, "backfill (±6 h, 384-d)", lambda: backfill.propose_links(anchors, vectors, turn_anchors, turn_vectors))
 
     rng = np.random.default_rng(3)
     hits = [

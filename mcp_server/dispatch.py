@@ -95,8 +95,13 @@ class CeleryDispatcher:
     """
 
     def __init__(
-        self, settings: Settings, *, breaker_seconds: float = 2.0, workers_ttl: float = 5.0,
-        inspect_timeout: float = 0.5, socket_timeout: float = 0.5,
+        self,
+        settings: Settings,
+        *,
+        breaker_seconds: float = 2.0,
+        workers_ttl: float = 5.0,
+        inspect_timeout: float = 0.5,
+        socket_timeout: float = 0.5,
     ) -> None:
         url = settings.resolved_redis_url
         self._app = Celery("tideline-dispatch", broker=url, set_as_current=False)
@@ -109,7 +114,12 @@ class CeleryDispatcher:
             broker_connection_timeout=socket_timeout,
             broker_connection_max_retries=0,
             task_publish_retry=True,
-            task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.1, "interval_max": 0.1},
+            task_publish_retry_policy={
+                "max_retries": 1,
+                "interval_start": 0,
+                "interval_step": 0.1,
+                "interval_max": 0.1,
+            },
             broker_transport_options={
                 "visibility_timeout": settings.visibility_timeout_seconds,
                 "socket_connect_timeout": socket_timeout,
@@ -117,7 +127,9 @@ class CeleryDispatcher:
             },
         )
         self._redis = redis.Redis.from_url(
-            redis_client_url(url), socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout,
+            redis_client_url(url),
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
         )
         self._breaker_seconds = breaker_seconds
         self._workers_ttl = workers_ttl
@@ -154,11 +166,17 @@ class CeleryDispatcher:
     def enqueue_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
         if not hits:
             return True
-        payload = {"agent_id": agent_id, "hits": [[int(n), float(s)] for n, s in hits], "source": source,
-                   "at": utcnow().isoformat()}
+        payload = {
+            "agent_id": agent_id,
+            "hits": [[int(n), float(s)] for n, s in hits],
+            "source": source,
+            "at": utcnow().isoformat(),
+        }
         return self._send(TaskName.LOG_ATTENTION, payload) is not None
 
-    def enqueue_import(self, agent_id: str, turns: Sequence[dict[str, Any]], import_id: str | None = None) -> str | None:
+    def enqueue_import(
+        self, agent_id: str, turns: Sequence[dict[str, Any]], import_id: str | None = None
+    ) -> str | None:
         """Bulk-import raw turns (validated again by the worker); returns the task id."""
         return self._send(TaskName.IMPORT_TURNS, {"agent_id": agent_id, "turns": list(turns), "import_id": import_id})
 
@@ -192,7 +210,7 @@ class CeleryDispatcher:
             self._trip("queue depths", exc)
             return None
         steps = len(_PRIORITY_SUFFIXES)
-        return {str(q): int(sum(lengths[i * steps:(i + 1) * steps])) for i, q in enumerate(Queue)}
+        return {str(q): int(sum(lengths[i * steps : (i + 1) * steps])) for i, q in enumerate(Queue)}
 
     def workers(self) -> dict[str, list[str]] | None:
         now = time.monotonic()

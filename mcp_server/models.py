@@ -69,12 +69,25 @@ class Narrative(_Out):
     @classmethod
     def of(cls, r: NarrativeRecord) -> Narrative:
         return cls(
-            id=r.id, narrative_type=r.narrative_type, gesture=r.gesture, context=r.context, moment=r.moment,
-            cognition_direction=r.cognition_direction, importance=r.importance, emotional=r.emotional,
-            recurrence=r.recurrence, unresolved=r.unresolved, weight=r.weight, tags=list(r.tags),
-            entities_role=r.entities_role, related_entities=list(r.related_entities),
-            source_links=list(r.source_links), occurred_at=r.occurred_at, created_at=r.created_at,
-            embedding_state=r.embedding_state, amendments=list(r.amendments),
+            id=r.id,
+            narrative_type=r.narrative_type,
+            gesture=r.gesture,
+            context=r.context,
+            moment=r.moment,
+            cognition_direction=r.cognition_direction,
+            importance=r.importance,
+            emotional=r.emotional,
+            recurrence=r.recurrence,
+            unresolved=r.unresolved,
+            weight=r.weight,
+            tags=list(r.tags),
+            entities_role=r.entities_role,
+            related_entities=list(r.related_entities),
+            source_links=list(r.source_links),
+            occurred_at=r.occurred_at,
+            created_at=r.created_at,
+            embedding_state=r.embedding_state,
+            amendments=list(r.amendments),
         )
 
 
@@ -111,8 +124,16 @@ class Hit(_Out):
     @classmethod
     def of(cls, h: SearchHit) -> Hit:
         return cls(
-            kind=h.kind, id=h.id, score=h.score, text=h.text, occurred_at=h.occurred_at, session_id=h.session_id,
-            speaker=h.speaker, weight=h.weight, tags=list(h.tags), signals=dict(h.signals),
+            kind=h.kind,
+            id=h.id,
+            score=h.score,
+            text=h.text,
+            occurred_at=h.occurred_at,
+            session_id=h.session_id,
+            speaker=h.speaker,
+            weight=h.weight,
+            tags=list(h.tags),
+            signals=dict(h.signals),
         )
 
 
@@ -123,7 +144,9 @@ class SearchResult(_Out):
         default=None, description="set when semantic search was unavailable and the results are keyword-only"
     )
     terms: list[str] = Field(description="the keyword terms the query was segmented into")
-    dates: list[str] = Field(default_factory=list, description="the times the query named (they lift what happened then)")
+    dates: list[str] = Field(
+        default_factory=list, description="the times the query named (they lift what happened then)"
+    )
     embedded: list[str] = Field(
         default_factory=list,
         description="the texts embedded for the semantic part; a question over context turns alone leaves the "
@@ -153,8 +176,15 @@ class Turn(_Out):
 
     @classmethod
     def of(cls, t: ContextTurnRecord) -> Turn:
-        return cls(id=t.id, session_id=t.session_id, role=t.role, speaker=t.speaker, content=t.content,
-                   metadata=dict(t.metadata), created_at=t.created_at)
+        return cls(
+            id=t.id,
+            session_id=t.session_id,
+            role=t.role,
+            speaker=t.speaker,
+            content=t.content,
+            metadata=dict(t.metadata),
+            created_at=t.created_at,
+        )
 
 
 class Timeline(_Out):
@@ -185,9 +215,16 @@ class Profile(_Out):
 
     @classmethod
     def of(cls, p: ProfileRecord) -> Profile:
-        return cls(id=p.id, entity=p.entity, kind=p.kind, content=p.content, pinned=p.pinned, version=p.version,
-                   updated_at=p.updated_at,
-                   history=[Version(version=v, content=c, changed_at=t) for v, c, t in p.history])
+        return cls(
+            id=p.id,
+            entity=p.entity,
+            kind=p.kind,
+            content=p.content,
+            pinned=p.pinned,
+            version=p.version,
+            updated_at=p.updated_at,
+            history=[Version(version=v, content=c, changed_at=t) for v, c, t in p.history],
+        )
 
 
 class Profiles(_Out):
@@ -213,8 +250,15 @@ class SelfConceptEntry(_Out):
 
     @classmethod
     def of(cls, s: SelfConceptRecord) -> SelfConceptEntry:
-        return cls(id=s.id, kind=s.kind, key=s.key, content=s.content, version=s.version, updated_at=s.updated_at,
-                   history=[Version(version=v, content=c, changed_at=t) for v, c, t in s.history])
+        return cls(
+            id=s.id,
+            kind=s.kind,
+            key=s.key,
+            content=s.content,
+            version=s.version,
+            updated_at=s.updated_at,
+            history=[Version(version=v, content=c, changed_at=t) for v, c, t in s.history],
+        )
 
 
 class SelfConcept(_Out):
@@ -240,8 +284,16 @@ class Thread(_Out):
 
     @classmethod
     def of(cls, t: ThreadRecord) -> Thread:
-        return cls(id=t.id, title=t.title, content=t.content, status=t.status, priority=t.priority, source=t.source,
-                   created_at=t.created_at, updated_at=t.updated_at)
+        return cls(
+            id=t.id,
+            title=t.title,
+            content=t.content,
+            status=t.status,
+            priority=t.priority,
+            source=t.source,
+            created_at=t.created_at,
+            updated_at=t.updated_at,
+        )
 
 
 class Threads(_Out):

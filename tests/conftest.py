@@ -122,7 +122,7 @@ def postgres_url() -> Iterator[str]:
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001 - whatever the reason, there is no PostgreSQL to test on
+    except Exception as exc:
         admin.dispose()
         pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} (set TIDELINE_TEST_POSTGRES_URL): {exc.__class__.__name__}")
     try:
@@ -149,8 +149,14 @@ def make_settings(
 
     def build(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
-            "home": tmp_path / "home", "redis_url": redis_url, "embedder": "local", "agent": "alice",
-            "llm_url": None, "llm_model": None, "database_url": test_database_url, "memory_mcp_db": None,
+            "home": tmp_path / "home",
+            "redis_url": redis_url,
+            "embedder": "local",
+            "agent": "alice",
+            "llm_url": None,
+            "llm_model": None,
+            "database_url": test_database_url,
+            "memory_mcp_db": None,
         }
         values.update(overrides)
         return Settings(**values)
@@ -189,7 +195,11 @@ def celery_worker(celery_app: Any) -> Iterator[Any]:
     from celery.contrib.testing.worker import start_worker
 
     with start_worker(
-        celery_app, queues=["ingest", "dream"], pool="threads", concurrency=2, perform_ping_check=False,
+        celery_app,
+        queues=["ingest", "dream"],
+        pool="threads",
+        concurrency=2,
+        perform_ping_check=False,
         shutdown_timeout=30.0,
     ) as worker:
         yield worker

@@ -33,17 +33,28 @@ def seed(
         for g, group in enumerate(groups):
             centre = rng.standard_normal(384).astype(np.float32)
             for i in range(PER_GROUP):
-                row = insert_narrative(conn, agent, NarrativeIn(
-                    gesture=gesture(group, i), tags=[group],
-                    entities_role="Alice=judge+execute; Bob=review" if i % 2 else "Carol(ask)→Alice(answer)",
-                ))
+                row = insert_narrative(
+                    conn,
+                    agent,
+                    NarrativeIn(
+                        gesture=gesture(group, i),
+                        tags=[group],
+                        entities_role="Alice=judge+execute; Bob=review" if i % 2 else "Carol(ask)→Alice(answer)",
+                    ),
+                )
                 vector = centre + 0.1 * rng.standard_normal(384).astype(np.float32)
                 if nan_vector and g == 0 and i == 0:
                     vector[0] = np.nan  # a corrupt vector: soft clustering refuses it
-                conn.execute(insert(Embedding).values(
-                    kind="narrative", row_id=row.id, agent_id=agent, model=LOCAL_MODEL, dim=384,
-                    vector=to_blob(vector / np.linalg.norm(np.nan_to_num(vector))),
-                ))
+                conn.execute(
+                    insert(Embedding).values(
+                        kind="narrative",
+                        row_id=row.id,
+                        agent_id=agent,
+                        model=LOCAL_MODEL,
+                        dim=384,
+                        vector=to_blob(vector / np.linalg.norm(np.nan_to_num(vector))),
+                    )
+                )
                 ids.append(row.id)
         conn.execute(update(Narrative).where(Narrative.id.in_(ids)).values(embedding_state="done"))
     return ids

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from tideline_core.errors import InvalidInput
@@ -13,8 +14,18 @@ from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
-NARRATIVE_FLAGS = ("gesture", "context", "moment", "cognition_direction", "importance", "emotional", "unresolved",
-                   "entities_role", "narrative_type", "occurred_at")
+NARRATIVE_FLAGS = (
+    "gesture",
+    "context",
+    "moment",
+    "cognition_direction",
+    "importance",
+    "emotional",
+    "unresolved",
+    "entities_role",
+    "narrative_type",
+    "occurred_at",
+)
 LIST_FLAGS = ("tags", "related_entities")
 TURN_FLAGS = ("role", "content", "session_id", "speaker", "created_at")
 
@@ -65,8 +76,17 @@ def _prepare_worker_side(settings: Settings) -> Any:
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     app = _prepare_worker_side(settings)
     concurrency = args.concurrency or (1 if args.queue == "dream" else None)
-    argv = ["worker", "-Q", args.queue, "--pool", args.pool, "--loglevel", args.loglevel or settings.log_level,
-            "--hostname", args.hostname or f"{args.queue}@%h"]
+    argv = [
+        "worker",
+        "-Q",
+        args.queue,
+        "--pool",
+        args.pool,
+        "--loglevel",
+        args.loglevel or settings.log_level,
+        "--hostname",
+        args.hostname or f"{args.queue}@%h",
+    ]
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     app.worker_main(argv)
@@ -114,19 +134,26 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         depths, workers = dispatcher.queue_depths(), dispatcher.workers()
     finally:
         dispatcher.close()
-    report = {"agent": agent, "database": settings.resolved_database_url, "counts": asdict(agent_counts),
-              "queues": depths, "workers": workers, "last_task_events": [asdict(e) for e in events],
-              "dream_runs": [asdict(r) for r in runs]}
+    report = {
+        "agent": agent,
+        "database": settings.resolved_database_url,
+        "counts": asdict(agent_counts),
+        "queues": depths,
+        "workers": workers,
+        "last_task_events": [asdict(e) for e in events],
+        "dream_runs": [asdict(r) for r in runs],
+    }
     if args.json:
         print(_dump(report))
         return 0
     c = agent_counts
     print(f"agent {agent}  ({settings.resolved_database_url})")
-    print(f"  narratives {c.narratives}  context turns {c.context_turns}  profiles {c.profiles}  "
-          f"self-concept {c.self_concept}  threads {c.threads}  snapshots {c.snapshots}")
+    print(
+        f"  narratives {c.narratives}  context turns {c.context_turns}  profiles {c.profiles}  "
+        f"self-concept {c.self_concept}  threads {c.threads}  snapshots {c.snapshots}"
+    )
     print(f"  embeddings pending: narratives {c.pending_narratives}, context {c.pending_context}")
-    print("  queues: " + ("broker unreachable" if depths is None else
-                          ", ".join(f"{q} {n}" for q, n in depths.items())))
+    print("  queues: " + ("broker unreachable" if depths is None else ", ".join(f"{q} {n}" for q, n in depths.items())))
     if workers is None:
         print("  workers: broker unreachable")
     else:
@@ -144,20 +171,36 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_core.search.service import SearchService
     from tideline_core.search.vectors import VectorIndex
 
-    params = parse(SearchIn, {"query": args.query, "limit": args.limit, "kinds": args.kinds, "mode": args.mode,
-                              "since": args.since, "until": args.until})
+    params = parse(
+        SearchIn,
+        {
+            "query": args.query,
+            "limit": args.limit,
+            "kinds": args.kinds,
+            "mode": args.mode,
+            "since": args.since,
+            "until": args.until,
+        },
+    )
     agent = _agent(settings, args)
     db = Database.open(settings.resolved_database_url)
     try:
-        embedder = build_embedder(settings) if args.mode != "keyword" else build_embedder(
-            settings.model_copy(update={"embedder": "none"}))
-        service = SearchService(db, embedder, VectorIndex(db, embedder.model),
-                                query_timeout=settings.query_embedding_timeout)
+        embedder = (
+            build_embedder(settings)
+            if args.mode != "keyword"
+            else build_embedder(settings.model_copy(update={"embedder": "none"}))
+        )
+        service = SearchService(
+            db, embedder, VectorIndex(db, embedder.model), query_timeout=settings.query_embedding_timeout
+        )
         outcome = service.search(agent, params)
     finally:
         db.close()
-    hits = [(h.id, h.similarity if h.similarity is not None else min(1.0, h.score))
-            for h in outcome.hits if h.kind == "narrative"]
+    hits = [
+        (h.id, h.similarity if h.similarity is not None else min(1.0, h.score))
+        for h in outcome.hits
+        if h.kind == "narrative"
+    ]
     if hits:
         dispatcher = CeleryDispatcher(settings)
         dispatcher.enqueue_attention(agent, hits, "cli")
@@ -184,7 +227,7 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _read_json_records(source: str) -> list[dict[str, Any]]:
-    text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
         records = data if isinstance(data, list) else [data]

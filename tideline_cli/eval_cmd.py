@@ -21,23 +21,34 @@ MODES = ("keyword", "dense", "hybrid")
 
 def add_parser(sub: Any) -> None:
     evaluate = sub.add_parser(
-        "eval", help="measure retrieval recall on LoCoMo or MADial (a benchmark, not a test)",
+        "eval",
+        help="measure retrieval recall on LoCoMo or MADial (a benchmark, not a test)",
         description="Load a benchmark into a fresh throwaway data dir through the real write path, embed it with "
         "the configured embedder (TIDELINE_EMBEDDER), ask every question through the same search the MCP tools "
         "use, and print recall@k and query latency. The data dir is deleted afterwards.",
     )
     bench = evaluate.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    lo = bench.add_parser("locomo", help="LoCoMo-format conversations (turn- and session-level recall, categories 1-4)",
-                          description="PATH is a LoCoMo-format JSON file (a list of samples with conversation and qa).")
+    lo = bench.add_parser(
+        "locomo",
+        help="LoCoMo-format conversations (turn- and session-level recall, categories 1-4)",
+        description="PATH is a LoCoMo-format JSON file (a list of samples with conversation and qa).",
+    )
     lo.add_argument("path", type=Path, help="LoCoMo-format JSON file, e.g. ../shared/eval/locomo/locomo_dev.json")
     lo.add_argument("--convs", default=None, help="which conversations, by position: '0-4', '0,2', '3' (default: all)")
-    ma = bench.add_parser("madial", help="MADial-Bench (Chinese): memories as narratives, dialogues as queries",
-                          description="DIR holds MADial-Bench-zh-memory.json, MADial-Bench-zh-dialogue.json and "
-                          "optionally published-top20/ (the benchmark's own top-20 runs, shown alongside).")
+    ma = bench.add_parser(
+        "madial",
+        help="MADial-Bench (Chinese): memories as narratives, dialogues as queries",
+        description="DIR holds MADial-Bench-zh-memory.json, MADial-Bench-zh-dialogue.json and "
+        "optionally published-top20/ (the benchmark's own top-20 runs, shown alongside).",
+    )
     ma.add_argument("path", type=Path, help="the MADial directory, e.g. ../shared/eval/madial-zh")
     for parser in (lo, ma):
-        parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid",
-                            help="search mode; 'all' runs keyword, dense and hybrid side by side (default: hybrid)")
+        parser.add_argument(
+            "--mode",
+            choices=(*MODES, "all"),
+            default="hybrid",
+            help="search mode; 'all' runs keyword, dense and hybrid side by side (default: hybrid)",
+        )
         parser.add_argument("--k", default="5,10,20", help="cut-offs for recall@k (default: 5,10,20)")
         parser.add_argument("--json", dest="json_file", type=Path, help="also write the figures to this JSON file")
 
@@ -130,9 +141,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if args.benchmark == "locomo":
             conversations = locomo.load(args.path)
             chosen = [conversations[i] for i in _selection(args.convs, len(conversations))]
-            print(f"LoCoMo: {len(chosen)} conversations, {sum(len(c.turns) for c in chosen)} turns, "
-                  f"{sum(len(c.questions) for c in chosen)} questions (categories 1-4); embedder {embedder.model}",
-                  file=sys.stderr)
+            print(
+                f"LoCoMo: {len(chosen)} conversations, {sum(len(c.turns) for c in chosen)} turns, "
+                f"{sum(len(c.questions) for c in chosen)} questions (categories 1-4); embedder {embedder.model}",
+                file=sys.stderr,
+            )
             results = runner.run_locomo(db, embedder, chosen, modes, ks, bar)
             _print_results(results, ks, session=True)
             figures: dict[str, Any] = {mode: r.as_json() for mode, r in results.items()}
@@ -141,8 +154,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 raise InvalidInput("path", f"{args.path} is not a directory (expected the MADial folder)")
             memories = madial.load_memories(args.path)
             dialogues = madial.load_dialogues(args.path)
-            print(f"MADial: {len(memories)} memories, {len(dialogues)} dialogues; embedder {embedder.model}",
-                  file=sys.stderr)
+            print(
+                f"MADial: {len(memories)} memories, {len(dialogues)} dialogues; embedder {embedder.model}",
+                file=sys.stderr,
+            )
             results = runner.run_madial(db, embedder, memories, dialogues, modes, ks, bar)
             _print_results(results, ks, session=False)
             published = runner.published_recall(madial.load_published(args.path), dialogues, ks)

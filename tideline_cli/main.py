@@ -34,14 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     sub.add_parser(
-        "up", help="start the whole stack (Redis, MCP server, workers, beat, Flower); Ctrl-C stops it",
+        "up",
+        help="start the whole stack (Redis, MCP server, workers, beat, Flower); Ctrl-C stops it",
         description="Run migrations, start an embedded Redis (unless TIDELINE_REDIS_URL is set), then the "
         "MCP server on streamable HTTP, an ingest worker, a dream worker, Celery beat and Flower as child "
         "processes. Prints where each one is. Ctrl-C or SIGTERM stops them all; if one dies, all stop.",
     )
 
     serve = sub.add_parser(
-        "serve", help="run the MCP server (stdio by default, --http for streamable HTTP)",
+        "serve",
+        help="run the MCP server (stdio by default, --http for streamable HTTP)",
         description="Run the MCP server. stdio serves the local user; --http serves streamable HTTP "
         "(bearer tokens from TIDELINE_HTTP_TOKENS are required off loopback).",
     )
@@ -50,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="HTTP port (default: TIDELINE_HTTP_PORT, 8765)")
 
     worker = sub.add_parser(
-        "worker", help="run a Celery worker for the ingest or dream queue",
+        "worker",
+        help="run a Celery worker for the ingest or dream queue",
         description="Run a Celery worker. 'ingest' takes short tasks (embedding, attention, imports, "
         "reconcile); 'dream' takes long ones (clustering, nightly DREAM), one at a time by default.",
     )
@@ -61,28 +64,35 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--hostname", help="node name (default: QUEUE@HOST)")
 
     beat = sub.add_parser(
-        "beat", help="run Celery beat (the periodic schedule: reconcile pending embeddings, ...)",
+        "beat",
+        help="run Celery beat (the periodic schedule: reconcile pending embeddings, ...)",
         description="Run Celery beat; its schedule state file lives in TIDELINE_HOME.",
     )
     beat.add_argument("--loglevel", help="log level (default: TIDELINE_LOG_LEVEL, INFO)")
 
     flower = sub.add_parser(
-        "flower", help="run Flower, the pipeline dashboard (127.0.0.1, basic auth if configured)",
+        "flower",
+        help="run Flower, the pipeline dashboard (127.0.0.1, basic auth if configured)",
         description="Run Flower bound to 127.0.0.1; TIDELINE_FLOWER_BASIC_AUTH=user:password turns on basic auth.",
     )
     flower.add_argument("--port", type=int, help="port (default: TIDELINE_FLOWER_PORT, 5555)")
-    flower.add_argument("--address", default="127.0.0.1",
-                        help="bind address (default 127.0.0.1; 0.0.0.0 only inside a container, with basic auth)")
+    flower.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="bind address (default 127.0.0.1; 0.0.0.0 only inside a container, with basic auth)",
+    )
 
     status = sub.add_parser(
-        "status", help="counts, pending embeddings, queue depths, live workers, last task errors",
+        "status",
+        help="counts, pending embeddings, queue depths, live workers, last task errors",
         description="Show what the agent's memory holds and whether the pipeline is healthy.",
     )
     _add_agent(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     search = sub.add_parser(
-        "search", help="search memories and raw context (hybrid, keyword or dense)",
+        "search",
+        help="search memories and raw context (hybrid, keyword or dense)",
         description="Search the agent's narratives and context turns directly in the database.",
     )
     search.add_argument("query", help="what to look for (any text; search syntax is treated as text)")
@@ -96,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--explain", action="store_true", help="show which signals ranked each hit, and how much")
 
     write = sub.add_parser(
-        "write", help="write a narrative memory or a raw context turn (for scripts)",
+        "write",
+        help="write a narrative memory or a raw context turn (for scripts)",
         description="Write a narrative (--gesture ...) or a context turn (--turn --role ... --content ...), "
         "or many from --json FILE|- (a JSON object, a JSON array, or JSON lines). Everything is validated "
         "first; on any error nothing is stored and the exit code is 2. Prints JSON: id, weight, recurrence.",

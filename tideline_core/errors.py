@@ -1,14 +1,14 @@
 """The one error hierarchy of Tideline; edges translate these, nothing else does.
 
-    TidelineError
-    ├── InvalidInput            bad caller input: names the field and the rule; nothing stored
-    ├── NotFound                a referenced row does not exist for this agent
-    ├── Conflict                the operation cannot run now (a lock is held, a stage is running)
-    ├── ConfigurationError      settings that cannot work together
-    └── TransientError          worth retrying later
-        ├── EmbedderUnavailable the embedding backend failed or timed out
-        ├── LLMUnavailable      the DREAM chat endpoint failed or timed out
-        └── BrokerUnavailable   the Celery broker could not take a message
+TidelineError
+├── InvalidInput            bad caller input: names the field and the rule; nothing stored
+├── NotFound                a referenced row does not exist for this agent
+├── Conflict                the operation cannot run now (a lock is held, a stage is running)
+├── ConfigurationError      settings that cannot work together
+└── TransientError          worth retrying later
+    ├── EmbedderUnavailable the embedding backend failed or timed out
+    ├── LLMUnavailable      the DREAM chat endpoint failed or timed out
+    └── BrokerUnavailable   the Celery broker could not take a message
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tideline_core.embedders import Embedder
-from tideline_core.store.database import Database
 from tideline_core.store.context import preceding_window
+from tideline_core.store.database import Database
 from tideline_core.store.vectors import KINDS, pending_rows, save_embeddings
 
 
@@ -44,7 +44,7 @@ def embed_pending(
                 with db.read() as conn:
                     window = preceding_window(conn, [r.id for r in rows])
                 vectors = embedder.passages(texts + [window.get(r.id, r.text) for r in rows])
-                base, ctx = vectors[: len(rows)], vectors[len(rows):]
+                base, ctx = vectors[: len(rows)], vectors[len(rows) :]
                 with db.write() as conn:
                     save_embeddings(conn, kind, rows, ctx, embedder.model, view="ctx", mark_done=False)
                     embedded += save_embeddings(conn, kind, rows, base, embedder.model)

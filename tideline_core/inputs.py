@@ -7,7 +7,14 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -67,7 +74,9 @@ class NarrativeIn(_Input):
     importance: Score = 3
     emotional: Score = 3
     unresolved: Score = 3
-    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(default_factory=list, max_length=MAX_TAGS)
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
     entities_role: str = Field(default="", max_length=MAX_GESTURE)
     related_entities: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
         default_factory=list, max_length=MAX_LIST

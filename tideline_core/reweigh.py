@@ -69,9 +69,7 @@ def targets(narratives: Iterable[ScoredNarrative]) -> list[Target]:
     recurrences = [scores[n.id] for n in ordered]
     formula = [weight(n.importance, n.emotional, r, n.unresolved) for n, r in zip(ordered, recurrences, strict=True)]
     deflated = deflate(formula)
-    return [
-        Target(n.id, r, f, d) for n, r, f, d in zip(ordered, recurrences, formula, deflated, strict=True)
-    ]
+    return [Target(n.id, r, f, d) for n, r, f, d in zip(ordered, recurrences, formula, deflated, strict=True)]
 
 
 def reweigh(narratives: Iterable[ScoredNarrative]) -> list[WeightChange]:

@@ -32,9 +32,7 @@ class Settings(BaseSettings):
 
     embedder: Literal["local", "http", "none"] = Field(default="local", validation_alias=_env("EMBEDDER"))
     embedding_url: str | None = Field(default=None, validation_alias=_env("EMBEDDING_URL", "EMBEDDING_API_URL"))
-    embedding_api_key: str | None = Field(
-        default=None, validation_alias=_env("EMBEDDING_API_KEY", "EMBEDDING_API_KEY")
-    )
+    embedding_api_key: str | None = Field(default=None, validation_alias=_env("EMBEDDING_API_KEY", "EMBEDDING_API_KEY"))
     embedding_model: str | None = Field(default=None, validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"))
     embedding_timeout: float = Field(default=30.0, validation_alias=_env("EMBEDDING_TIMEOUT"))
     query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))

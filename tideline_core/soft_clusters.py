@@ -189,8 +189,7 @@ def adjacency_of(nearest: np.ndarray) -> tuple[ClusterPair, ...]:
     ]
     pairs, counts = np.unique(np.concatenate(codes), return_counts=True)
     return tuple(
-        ClusterPair(code // k, code % k, count)
-        for code, count in zip(pairs.tolist(), counts.tolist(), strict=True)
+        ClusterPair(code // k, code % k, count) for code, count in zip(pairs.tolist(), counts.tolist(), strict=True)
     )
 
 

@@ -22,8 +22,9 @@ ENGLISH_STOPWORDS = frozenset(
     with would you your yours yourself am s t don't i'm it's that's what's let's did didn't""".split()
 )
 CHINESE_STOPWORDS = frozenset(
-    """的 了 和 是 在 我 你 他 她 它 们 我们 你们 他们 这 那 这个 那个 就 也 都 而 及 与 着 或 一个 没有 有 吗 呢 吧 啊
-    把 被 让 给 从 对 但 但是 所以 因为 如果 还 又 很 太 会 能 要 说 去 来 上 下 里 么 什么 怎么 一 不 没 就是 这样 那样""".split()
+    """的 了 和 是 在 我 你 他 她 它 们 我们 你们 他们 这 那 这个 那个 就 也 都 而 及 与 着 或
+    一个 没有 有 吗 呢 吧 啊 把 被 让 给 从 对 但 但是 所以 因为 如果 还 又 很 太 会 能 要 说
+    去 来 上 下 里 么 什么 怎么 一 不 没 就是 这样 那样""".split()
 )
 STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
 

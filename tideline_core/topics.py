@@ -158,9 +158,7 @@ def _merge(kept: Mapping[str, tuple[int, ...]], threshold: float) -> list[TopicC
         for narrative_id in kept[word]:
             rows.append(row)
             cols.append(column_of.setdefault(narrative_id, len(column_of)))
-    incidence = sparse.csr_array(
-        (np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(words), len(column_of))
-    )
+    incidence = sparse.csr_array((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(words), len(column_of)))
     # Intersections of every pair of keywords that share a narrative, without a Python double loop.
     # Memory grows with the number of co-occurring keyword pairs: one reason merging is off by default.
     shared = sparse.triu(incidence @ incidence.T, k=1).tocoo()

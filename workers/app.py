@@ -133,7 +133,11 @@ def _record(task: Task | None, task_id: str | None, state: str, detail: str, kwa
     try:
         with resources.db.write() as conn:
             record_task_event(
-                conn, task_name=task.name, task_id=task_id or "", agent_id=agent_id, state=state,
+                conn,
+                task_name=task.name,
+                task_id=task_id or "",
+                agent_id=agent_id,
+                state=state,
                 detail=detail[:DETAIL_LIMIT],
             )
     except SQLAlchemyError:
@@ -142,8 +146,11 @@ def _record(task: Task | None, task_id: str | None, state: str, detail: str, kwa
 
 @task_failure.connect
 def _on_failure(
-    sender: Task | None = None, task_id: str | None = None, exception: BaseException | None = None,
-    kwargs: dict[str, Any] | None = None, **_: Any,
+    sender: Task | None = None,
+    task_id: str | None = None,
+    exception: BaseException | None = None,
+    kwargs: dict[str, Any] | None = None,
+    **_: Any,
 ) -> None:
     _record(sender, task_id, "failure", f"{type(exception).__name__}: {exception}", kwargs)
 

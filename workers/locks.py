@@ -21,16 +21,17 @@ NIGHTLY = "nightly"
 # Compare-and-delete / compare-and-expire: only the holder's token may release or extend the lock,
 # so a chain whose lock expired and was taken by another run can never free that run's lock.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-_EXTEND = ("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) "
-           "else return 0 end")
+_EXTEND = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) else return 0 end"
+)
 
 
 def redis_client_url(broker_url: str) -> str:
     """kombu's `redis+socket:///path` in the form redis-py understands (`unix:///path`)."""
     if broker_url.startswith("redis+socket://"):
-        return "unix://" + broker_url[len("redis+socket://"):]
+        return "unix://" + broker_url[len("redis+socket://") :]
     if broker_url.startswith("socket://"):
-        return "unix://" + broker_url[len("socket://"):]
+        return "unix://" + broker_url[len("socket://") :]
     return broker_url
 
 

@@ -20,29 +20,27 @@ Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke: user, assistant, s
 Content = Annotated[str, spec(ContextTurnIn, "content", "The full text of the turn, verbatim (≤ 100000 chars).")]
 SessionId = Annotated[str, spec(ContextTurnIn, "session_id", "The conversation this turn belongs to (≤ 256 chars).")]
 Speaker = Annotated[str, spec(ContextTurnIn, "speaker", "The speaker's name, if not just the role (≤ 128 chars).")]
-Metadata = Annotated[Any, spec(
-    ContextTurnIn, "metadata", "Extra facts about the turn, a JSON object (≤ 16 KiB as JSON)."
-)]
+Metadata = Annotated[
+    Any, spec(ContextTurnIn, "metadata", "Extra facts about the turn, a JSON object (≤ 16 KiB as JSON).")
+]
 CreatedAt = Annotated[Any, spec(ContextTurnIn, "created_at", "When the turn was said (default: now).", DATE_SCHEMA)]
 
-Query = Annotated[str, spec(
-    SearchIn, "query", "What to look for in past conversation; plain text (quotes, *, AND, % are literal)."
-)]
-Mode = Annotated[Any, spec(
-    SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning)."
-)]
+Query = Annotated[
+    str, spec(SearchIn, "query", "What to look for in past conversation; plain text (quotes, *, AND, % are literal).")
+]
+Mode = Annotated[
+    Any, spec(SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning).")
+]
 SearchLimit = Annotated[Any, spec(SearchIn, "limit", "How many turns, integer 1–100 (default 10).")]
 SearchSince = Annotated[Any, spec(SearchIn, "since", "Only turns said at or after this instant.", DATE_SCHEMA)]
 SearchUntil = Annotated[Any, spec(SearchIn, "until", "Only turns said at or before this instant.", DATE_SCHEMA)]
 
-TimelineSession = Annotated[str, spec(
-    TimelineQuery, "session_id", "The session to show in order; empty for the latest turns of all sessions."
-)]
+TimelineSession = Annotated[
+    str, spec(TimelineQuery, "session_id", "The session to show in order; empty for the latest turns of all sessions.")
+]
 TimelineLimit = Annotated[Any, spec(TimelineQuery, "limit", "How many turns, integer 1–500 (default 50).")]
 TimelineSince = Annotated[Any, spec(TimelineQuery, "since", "Only turns said at or after this instant.", DATE_SCHEMA)]
-TimelineUntil = Annotated[Any, spec(
-    TimelineQuery, "until", "Only turns said at or before this instant.", DATE_SCHEMA
-)]
+TimelineUntil = Annotated[Any, spec(TimelineQuery, "until", "Only turns said at or before this instant.", DATE_SCHEMA)]
 
 
 async def context_record(
@@ -65,8 +63,17 @@ async def context_record(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        turn = parse(ContextTurnIn, given(role=role, content=content, session_id=session_id, speaker=speaker,
-                                          metadata=metadata, created_at=created_at))
+        turn = parse(
+            ContextTurnIn,
+            given(
+                role=role,
+                content=content,
+                session_id=session_id,
+                speaker=speaker,
+                metadata=metadata,
+                created_at=created_at,
+            ),
+        )
         turn_id, queued = await offload(_record, app, agent, turn)
     return TurnRecorded(id=turn_id, session_id=turn.session_id, queued=queued)
 
@@ -129,8 +136,9 @@ async def context_timeline(
 def _timeline(app: AppContext, agent: str, query: TimelineQuery) -> list[ContextTurnRecord]:
     with app.db.read() as conn:
         if query.session_id:
-            return turns.timeline(conn, agent, session_id=query.session_id, since=query.since, until=query.until,
-                                  limit=query.limit)
+            return turns.timeline(
+                conn, agent, session_id=query.session_id, since=query.since, until=query.until, limit=query.limit
+            )
         latest = turns.timeline(conn, agent, since=query.since, until=query.until, limit=query.limit, newest_first=True)
     return latest[::-1]
 

@@ -16,64 +16,63 @@ from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, Narrat
 from tideline_core.records import NarrativeRecord, WrittenNarrative
 from tideline_core.store import narratives
 
-Gesture = Annotated[str, spec(
-    NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone (required, ≤ 2000 chars)."
-)]
-Background = Annotated[str, spec(
-    NarrativeIn, "context", "Background: what led to it, what was going on (≤ 20000 chars)."
-)]
-Moment = Annotated[str, spec(
-    NarrativeIn, "moment", "The concrete moment or detail that made it stick (≤ 20000 chars)."
-)]
-Direction = Annotated[str, spec(
-    NarrativeIn, "cognition_direction", "Where your thinking went because of it (≤ 20000 chars)."
-)]
+Gesture = Annotated[
+    str, spec(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone (required, ≤ 2000 chars).")
+]
+Background = Annotated[
+    str, spec(NarrativeIn, "context", "Background: what led to it, what was going on (≤ 20000 chars).")
+]
+Moment = Annotated[
+    str, spec(NarrativeIn, "moment", "The concrete moment or detail that made it stick (≤ 20000 chars).")
+]
+Direction = Annotated[
+    str, spec(NarrativeIn, "cognition_direction", "Where your thinking went because of it (≤ 20000 chars).")
+]
 Importance = Annotated[Any, spec(NarrativeIn, "importance", "How much it matters, integer 1–5 (default 3).")]
 Emotional = Annotated[Any, spec(NarrativeIn, "emotional", "Emotional intensity, integer 1–5 (default 3).")]
 Unresolved = Annotated[Any, spec(NarrativeIn, "unresolved", "How open it still is, integer 1–5 (default 3).")]
-Tags = Annotated[Any, spec(
-    NarrativeIn, "tags", "Topic tags, a list of strings (≤ 32 tags, each ≤ 64 chars); drive recurrence."
-)]
-EntitiesRole = Annotated[str, spec(
-    NarrativeIn, "entities_role", "Who did what, e.g. 'Alice=judged+executed; Bob=reviewed'."
-)]
-Related = Annotated[Any, spec(
-    NarrativeIn, "related_entities", "Other people or things involved, a list of names (≤ 64)."
-)]
-SourceLinks = Annotated[Any, spec(
-    NarrativeIn, "source_links", "Ids of the context turns (from context_record) this memory came from."
-)]
-NarrativeTypeArg = Annotated[Any, spec(
-    NarrativeIn, "narrative_type", "One of event, reflection, insight, decision, dream, other (default event)."
-)]
+Tags = Annotated[
+    Any, spec(NarrativeIn, "tags", "Topic tags, a list of strings (≤ 32 tags, each ≤ 64 chars); drive recurrence.")
+]
+EntitiesRole = Annotated[
+    str, spec(NarrativeIn, "entities_role", "Who did what, e.g. 'Alice=judged+executed; Bob=reviewed'.")
+]
+Related = Annotated[
+    Any, spec(NarrativeIn, "related_entities", "Other people or things involved, a list of names (≤ 64).")
+]
+SourceLinks = Annotated[
+    Any, spec(NarrativeIn, "source_links", "Ids of the context turns (from context_record) this memory came from.")
+]
+NarrativeTypeArg = Annotated[
+    Any,
+    spec(NarrativeIn, "narrative_type", "One of event, reflection, insight, decision, dream, other (default event)."),
+]
 OccurredAt = Annotated[Any, spec(NarrativeIn, "occurred_at", "When it happened (default: now).", DATE_SCHEMA)]
 
 Limit = Annotated[Any, spec(RecallQuery, "limit", "How many to return, integer 1–100 (default 10).")]
-TypeFilter = Annotated[Any, spec(
-    RecallQuery, "narrative_type", "Only this type: event, reflection, insight, decision, dream, other."
-)]
-TagFilter = Annotated[Any, spec(
-    RecallQuery, "tags", "Only memories carrying at least one of these tags (a list of strings)."
-)]
-Since = Annotated[Any, spec(
-    RecallQuery, "since", "Only memories that happened at or after this instant.", DATE_SCHEMA
-)]
-Until = Annotated[Any, spec(
-    RecallQuery, "until", "Only memories that happened at or before this instant.", DATE_SCHEMA
-)]
-Order = Annotated[Any, spec(
-    RecallQuery, "order", "'recent' (newest first, default) or 'weight' (most important first)."
-)]
+TypeFilter = Annotated[
+    Any, spec(RecallQuery, "narrative_type", "Only this type: event, reflection, insight, decision, dream, other.")
+]
+TagFilter = Annotated[
+    Any, spec(RecallQuery, "tags", "Only memories carrying at least one of these tags (a list of strings).")
+]
+Since = Annotated[Any, spec(RecallQuery, "since", "Only memories that happened at or after this instant.", DATE_SCHEMA)]
+Until = Annotated[
+    Any, spec(RecallQuery, "until", "Only memories that happened at or before this instant.", DATE_SCHEMA)
+]
+Order = Annotated[
+    Any, spec(RecallQuery, "order", "'recent' (newest first, default) or 'weight' (most important first).")
+]
 
-Query = Annotated[str, spec(
-    SearchIn, "query", "What to look for, in any language; plain text (quotes, *, AND, % are literal)."
-)]
-Kinds = Annotated[Any, spec(
-    SearchIn, "kinds", "'all' (default), 'narratives' (memories only) or 'context' (raw turns only)."
-)]
-Mode = Annotated[Any, spec(
-    SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning)."
-)]
+Query = Annotated[
+    str, spec(SearchIn, "query", "What to look for, in any language; plain text (quotes, *, AND, % are literal).")
+]
+Kinds = Annotated[
+    Any, spec(SearchIn, "kinds", "'all' (default), 'narratives' (memories only) or 'context' (raw turns only).")
+]
+Mode = Annotated[
+    Any, spec(SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning).")
+]
 SearchLimit = Annotated[Any, spec(SearchIn, "limit", "How many hits, integer 1–100 (default 10).")]
 RECENT_TURNS_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -83,27 +82,35 @@ RECENT_TURNS_SCHEMA: dict[str, Any] = {
         "properties": {
             "speaker": {"type": "string", "maxLength": 128, "description": "who said it, e.g. the user's name"},
             "text": {"type": "string", "minLength": 1, "maxLength": MAX_LINE, "description": "what was said"},
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"],
-                     "description": "'assistant' for your own lines, otherwise 'user' (default)"},
+            "role": {
+                "type": "string",
+                "enum": ["user", "assistant", "system", "tool"],
+                "description": "'assistant' for your own lines, otherwise 'user' (default)",
+            },
         },
         "required": ["text"],
         "additionalProperties": False,
     },
 }
-RecentTurns = Annotated[Any, spec(
-    SearchIn, "conversation",
-    "Optional: the last lines of the current conversation, oldest first (at most 20, each at most 2000 "
-    "characters), as {speaker, text, role}. Give them to recall what the conversation is about without writing "
-    "a query: the other party's lines and the newest lines count most. query may then be empty.",
-    RECENT_TURNS_SCHEMA,
-)]
+RecentTurns = Annotated[
+    Any,
+    spec(
+        SearchIn,
+        "conversation",
+        "Optional: the last lines of the current conversation, oldest first (at most 20, each at most 2000 "
+        "characters), as {speaker, text, role}. Give them to recall what the conversation is about without writing "
+        "a query: the other party's lines and the newest lines count most. query may then be empty.",
+        RECENT_TURNS_SCHEMA,
+    ),
+]
 SearchSince = Annotated[Any, spec(SearchIn, "since", "Only results at or after this instant.", DATE_SCHEMA)]
 SearchUntil = Annotated[Any, spec(SearchIn, "until", "Only results at or before this instant.", DATE_SCHEMA)]
 
-NarrativeId = Annotated[Any, spec(
-    AmendmentIn, "narrative_id", "The id of the memory to annotate (from memory_write or a search)."
-)]
+NarrativeId = Annotated[
+    Any, spec(AmendmentIn, "narrative_id", "The id of the memory to annotate (from memory_write or a search).")
+]
 Note = Annotated[str, spec(AmendmentIn, "note", "The correction or afterthought to attach (≤ 20000 chars).")]
+
 
 async def memory_write(
     ctx: Context,
@@ -135,12 +142,24 @@ async def memory_write(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        data = parse(NarrativeIn, given(
-            gesture=gesture, context=context, moment=moment, cognition_direction=cognition_direction,
-            importance=importance, emotional=emotional, unresolved=unresolved, tags=tags, entities_role=entities_role,
-            related_entities=related_entities, source_links=source_links, narrative_type=narrative_type,
-            occurred_at=occurred_at,
-        ))
+        data = parse(
+            NarrativeIn,
+            given(
+                gesture=gesture,
+                context=context,
+                moment=moment,
+                cognition_direction=cognition_direction,
+                importance=importance,
+                emotional=emotional,
+                unresolved=unresolved,
+                tags=tags,
+                entities_role=entities_role,
+                related_entities=related_entities,
+                source_links=source_links,
+                narrative_type=narrative_type,
+                occurred_at=occurred_at,
+            ),
+        )
         written, queued = await offload(_write, app, agent, data)
     return NarrativeWritten(id=written.id, weight=written.weight, recurrence=written.recurrence, queued=queued)
 
@@ -172,16 +191,26 @@ async def memory_recall(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        query = parse(RecallQuery, given(limit=limit, narrative_type=narrative_type, tags=tags, since=since,
-                                         until=until, order=order))
+        query = parse(
+            RecallQuery,
+            given(limit=limit, narrative_type=narrative_type, tags=tags, since=since, until=until, order=order),
+        )
         records = await offload(_recall, app, agent, query)
     return Recall(count=len(records), narratives=[Narrative.of(r) for r in records])
 
 
 def _recall(app: AppContext, agent: str, query: RecallQuery) -> list[NarrativeRecord]:
     with app.db.read() as conn:
-        records = narratives.recall(conn, agent, limit=query.limit, narrative_type=query.narrative_type,
-                                    tags=query.tags, since=query.since, until=query.until, order=query.order)
+        records = narratives.recall(
+            conn,
+            agent,
+            limit=query.limit,
+            narrative_type=query.narrative_type,
+            tags=query.tags,
+            since=query.since,
+            until=query.until,
+            order=query.order,
+        )
     if records:
         # A recall has no similarity score: the memory was asked for directly, so it counts as full attention.
         app.dispatcher.enqueue_attention(agent, [(r.id, 1.0) for r in records], "recall")
@@ -213,8 +242,12 @@ async def memory_search(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        params = parse(SearchIn, given(query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit,
-                                       conversation=recent_turns))
+        params = parse(
+            SearchIn,
+            given(
+                query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit, conversation=recent_turns
+            ),
+        )
         return await offload(run_search, app, agent, params)
 
 

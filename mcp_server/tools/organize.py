@@ -52,8 +52,15 @@ RouteQuery = Annotated[Any, spec(SoftClustersQuery, "query", "Text to route: whi
 MemberLimit = Annotated[Any, spec(SoftClustersQuery, "limit", "Members shown for `label`, 1–200 (default 20).")]
 TopicLimit = Annotated[Any, spec(TopicsQuery, "limit", "How many topics, largest first, integer 1–200 (default 25).")]
 Sample = Annotated[Any, spec(TopicsQuery, "sample", "Example memories per topic, integer 0–20 (default 3).")]
-Job = Annotated[Any, spec(TriggerQuery, "job", "recluster (topics + soft clusters), refresh (recurrence + weights), "
-                          "graph (entity graph) or scan (unindexed context report).")]
+Job = Annotated[
+    Any,
+    spec(
+        TriggerQuery,
+        "job",
+        "recluster (topics + soft clusters), refresh (recurrence + weights), "
+        "graph (entity graph) or scan (unindexed context report).",
+    ),
+]
 
 
 async def memory_graph(ctx: Context, entity: Entity = None, other: Other = None, top: Top = None) -> GraphResult:
@@ -86,10 +93,23 @@ def _graph(app: AppContext, agent: str, params: GraphQuery) -> GraphResult:
         note = NOT_BUILT.format(job="graph") if mode == "top" else "no such entity in the graph (names match exactly)"
     return GraphResult(
         mode=mode,
-        nodes=[GraphNode(name=n.name, mentions=n.mentions, known=n.known, usual_roles=list(n.usual_roles),
-                         first_seen=n.first_seen, last_seen=n.last_seen) for n in nodes],
-        edges=[GraphEdge(source=e.source, target=e.target, source_role=e.source_role, target_role=e.target_role,
-                         count=e.count) for e in edges],
+        nodes=[
+            GraphNode(
+                name=n.name,
+                mentions=n.mentions,
+                known=n.known,
+                usual_roles=list(n.usual_roles),
+                first_seen=n.first_seen,
+                last_seen=n.last_seen,
+            )
+            for n in nodes
+        ],
+        edges=[
+            GraphEdge(
+                source=e.source, target=e.target, source_role=e.source_role, target_role=e.target_role, count=e.count
+            )
+            for e in edges
+        ],
         note=note,
     )
 
@@ -115,12 +135,24 @@ async def memory_attention_heatmap(ctx: Context, days: Days = None) -> HeatmapRe
 def _heatmap(app: AppContext, agent: str, days: int) -> HeatmapResult:
     heat = attention_heatmap(app.db, agent, days)
     return HeatmapResult(
-        days=days, total_hits=heat.total_hits, first_hit=heat.first_hit, last_hit=heat.last_hit,
+        days=days,
+        total_hits=heat.total_hits,
+        first_hit=heat.first_hit,
+        last_hit=heat.last_hit,
         kinds=[
             KindHeat(
                 kind=k.kind,
-                rows=[HeatRow(cluster=r.cluster, hits=r.hits, share=r.share, bar=r.bar,
-                              mean_similarity=r.mean_similarity, sources=dict(r.sources)) for r in k.rows],
+                rows=[
+                    HeatRow(
+                        cluster=r.cluster,
+                        hits=r.hits,
+                        share=r.share,
+                        bar=r.bar,
+                        mean_similarity=r.mean_similarity,
+                        sources=dict(r.sources),
+                    )
+                    for r in k.rows
+                ],
                 deserts=[Desert(cluster=d.cluster, size=d.size) for d in k.deserts],
                 unclustered_hits=k.unclustered_hits,
             )
@@ -171,8 +203,12 @@ def _soft_clusters(app: AppContext, agent: str, params: SoftClustersQuery) -> So
             found = [detail.summary]
             gestures = load_narratives(conn, agent, [m[0] for m in detail.members])
             members = [
-                ClusterMember(narrative_id=nid, rank=rank, distance=distance,
-                              gesture=gestures[nid].gesture if nid in gestures else "")
+                ClusterMember(
+                    narrative_id=nid,
+                    rank=rank,
+                    distance=distance,
+                    gesture=gestures[nid].gesture if nid in gestures else "",
+                )
                 for nid, rank, distance in detail.members
             ]
         else:
@@ -211,8 +247,12 @@ def _topics(app: AppContext, agent: str, params: TopicsQuery) -> TopicsResult:
         found = clusters.read_topics(conn, agent, limit=params.limit, sample=params.sample)
         gestures = load_narratives(conn, agent, sorted({i for t in found for i in t.narrative_ids}))
     topics = [
-        Topic(keyword=t.keyword, label=t.label, size=t.size,
-              samples=[TopicSample(id=i, gesture=gestures[i].gesture) for i in t.narrative_ids if i in gestures])
+        Topic(
+            keyword=t.keyword,
+            label=t.label,
+            size=t.size,
+            samples=[TopicSample(id=i, gesture=gestures[i].gesture) for i in t.narrative_ids if i in gestures],
+        )
         for t in found
     ]
     return TopicsResult(count=len(topics), topics=topics, note=None if topics else NOT_BUILT.format(job="recluster"))

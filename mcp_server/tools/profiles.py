@@ -31,57 +31,57 @@ from tideline_core.store import profiles as store
 
 T = TypeVar("T")
 
-Entity = Annotated[str, spec(
-    ProfileIn, "entity", "Who or what the profile is about, e.g. a person's name or 'self' (≤ 128 chars)."
-)]
+Entity = Annotated[
+    str, spec(ProfileIn, "entity", "Who or what the profile is about, e.g. a person's name or 'self' (≤ 128 chars).")
+]
 ProfileKindArg = Annotated[Any, spec(ProfileIn, "kind", "One of fact, impression, relationship, self, contact.")]
-ProfileContent = Annotated[str, spec(
-    ProfileIn, "content", "The whole current text for this entity and kind (≤ 20000 chars)."
-)]
-Pinned = Annotated[Any, spec(
-    ProfileIn, "pinned", "true to always show this profile in full at session start (default false)."
-)]
-EntityFilter = Annotated[str, spec(
-    ProfilesQuery, "entity", "Only this entity; empty for all.", {"type": "string", "maxLength": 128}
-)]
-ProfileKindFilter = Annotated[Any, spec(
-    ProfilesQuery, "kind", "Only this kind: fact, impression, relationship, self, contact."
-)]
-WithHistory = Annotated[Any, spec(
-    ProfilesQuery, "with_history", "true to include every earlier version (default false)."
-)]
+ProfileContent = Annotated[
+    str, spec(ProfileIn, "content", "The whole current text for this entity and kind (≤ 20000 chars).")
+]
+Pinned = Annotated[
+    Any, spec(ProfileIn, "pinned", "true to always show this profile in full at session start (default false).")
+]
+EntityFilter = Annotated[
+    str, spec(ProfilesQuery, "entity", "Only this entity; empty for all.", {"type": "string", "maxLength": 128})
+]
+ProfileKindFilter = Annotated[
+    Any, spec(ProfilesQuery, "kind", "Only this kind: fact, impression, relationship, self, contact.")
+]
+WithHistory = Annotated[
+    Any, spec(ProfilesQuery, "with_history", "true to include every earlier version (default false).")
+]
 
-SelfKind = Annotated[Any, spec(
-    SelfConceptIn, "kind", "One of fact (what is true of you), terrain (your inner landscape), reflection."
-)]
+SelfKind = Annotated[
+    Any, spec(SelfConceptIn, "kind", "One of fact (what is true of you), terrain (your inner landscape), reflection.")
+]
 SelfKey = Annotated[str, spec(SelfConceptIn, "key", "Which entry of that kind to replace (default 'main').")]
 SelfContent = Annotated[str, spec(SelfConceptIn, "content", "The whole current text of the entry (≤ 20000 chars).")]
 SelfKindFilter = Annotated[Any, spec(SelfConceptQuery, "kind", "Only this kind: fact, terrain, reflection.")]
-SelfHistory = Annotated[Any, spec(
-    SelfConceptQuery, "with_history", "true to include every earlier version (default false)."
-)]
+SelfHistory = Annotated[
+    Any, spec(SelfConceptQuery, "with_history", "true to include every earlier version (default false).")
+]
 
 Title = Annotated[str, spec(ThreadIn, "title", "The open question or line of thought, in one line (≤ 2000 chars).")]
-ThreadContent = Annotated[str, spec(
-    ThreadIn, "content", "Notes: what you know so far, what to try next (≤ 20000 chars)."
-)]
+ThreadContent = Annotated[
+    str, spec(ThreadIn, "content", "Notes: what you know so far, what to try next (≤ 20000 chars).")
+]
 ThreadStatusArg = Annotated[Any, spec(ThreadIn, "status", "One of open (default), exploring, resolved, dropped.")]
 Priority = Annotated[Any, spec(ThreadIn, "priority", "How much it pulls at you, integer 1–5 (default 3).")]
-ThreadId = Annotated[Any, spec(
-    ThreadIn, "thread_id", "The id of an existing thread to update; omit to open a new one."
-)]
-StatusFilter = Annotated[Any, spec(
-    ThreadsQuery, "status", "Only threads with this status: open, exploring, resolved, dropped."
-)]
+ThreadId = Annotated[
+    Any, spec(ThreadIn, "thread_id", "The id of an existing thread to update; omit to open a new one.")
+]
+StatusFilter = Annotated[
+    Any, spec(ThreadsQuery, "status", "Only threads with this status: open, exploring, resolved, dropped.")
+]
 ThreadLimit = Annotated[Any, spec(ThreadsQuery, "limit", "How many threads, integer 1–100 (default 20).")]
 
-SnapshotContent = Annotated[str, spec(
-    SnapshotIn, "content", "Your state right now: what you are doing, feeling, holding (≤ 20000 chars)."
-)]
+SnapshotContent = Annotated[
+    str, spec(SnapshotIn, "content", "Your state right now: what you are doing, feeling, holding (≤ 20000 chars).")
+]
 Mood = Annotated[str, spec(SnapshotIn, "mood", "A word or two for the mood (≤ 128 chars).")]
-SnapshotLimit = Annotated[Any, spec(
-    SnapshotQuery, "limit", "How many snapshots, newest first, integer 1–50 (default 1)."
-)]
+SnapshotLimit = Annotated[
+    Any, spec(SnapshotQuery, "limit", "How many snapshots, newest first, integer 1–50 (default 1).")
+]
 
 
 def _write(app: AppContext, work: Callable[[Connection], T]) -> T:
@@ -127,8 +127,13 @@ async def memory_read_profiles(
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(ProfilesQuery, given(entity=entity or None, kind=kind, with_history=with_history))
-        records = await offload(_read, app, lambda conn: store.read_profiles(
-            conn, agent, entity=query.entity, kind=query.kind, with_history=query.with_history))
+        records = await offload(
+            _read,
+            app,
+            lambda conn: store.read_profiles(
+                conn, agent, entity=query.entity, kind=query.kind, with_history=query.with_history
+            ),
+        )
     return Profiles(count=len(records), profiles=[Profile.of(p) for p in records])
 
 
@@ -162,8 +167,11 @@ async def memory_read_self_concept(
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(SelfConceptQuery, given(kind=kind, with_history=with_history))
-        records = await offload(_read, app, lambda conn: store.read_self_concept(
-            conn, agent, kind=query.kind, with_history=query.with_history))
+        records = await offload(
+            _read,
+            app,
+            lambda conn: store.read_self_concept(conn, agent, kind=query.kind, with_history=query.with_history),
+        )
     return SelfConcept(count=len(records), entries=[SelfConceptEntry.of(s) for s in records])
 
 
@@ -185,8 +193,9 @@ async def memory_write_thread(
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        data = parse(ThreadIn, given(title=title, content=content, status=status, priority=priority,
-                                     thread_id=thread_id))
+        data = parse(
+            ThreadIn, given(title=title, content=content, status=status, priority=priority, thread_id=thread_id)
+        )
         written_id = await offload(_write, app, lambda conn: store.write_thread(conn, agent, data))
     return ThreadWritten(id=written_id, status=data.status, created=data.thread_id is None)
 
@@ -202,8 +211,9 @@ async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: 
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(ThreadsQuery, given(status=status, limit=limit))
-        records = await offload(_read, app, lambda conn: store.read_threads(
-            conn, agent, status=query.status, limit=query.limit))
+        records = await offload(
+            _read, app, lambda conn: store.read_threads(conn, agent, status=query.status, limit=query.limit)
+        )
     return Threads(count=len(records), threads=[Thread.of(t) for t in records])
 
 

@@ -23,7 +23,11 @@ def run_search(app: AppContext, agent: str, params: SearchIn) -> SearchResult:
     if attended:
         app.dispatcher.enqueue_attention(agent, attended, "search")
     return SearchResult(
-        query=params.query, mode=outcome.mode, degraded=outcome.degraded,
-        terms=list(outcome.terms), dates=list(outcome.dates), embedded=list(outcome.embedded),
+        query=params.query,
+        mode=outcome.mode,
+        degraded=outcome.degraded,
+        terms=list(outcome.terms),
+        dates=list(outcome.dates),
+        embedded=list(outcome.embedded),
         hits=[Hit.of(h) for h in outcome.hits],
     )

@@ -41,9 +41,14 @@ def _status(app: AppContext, agent: str) -> Status:
     return Status(
         agent=agent,
         counts=Counts(
-            narratives=counts.narratives, context_turns=counts.context_turns, profiles=counts.profiles,
-            self_concept=counts.self_concept, threads=counts.threads, snapshots=counts.snapshots,
-            pending_narratives=counts.pending_narratives, pending_context=counts.pending_context,
+            narratives=counts.narratives,
+            context_turns=counts.context_turns,
+            profiles=counts.profiles,
+            self_concept=counts.self_concept,
+            threads=counts.threads,
+            snapshots=counts.snapshots,
+            pending_narratives=counts.pending_narratives,
+            pending_context=counts.pending_context,
             extra=dict(counts.extra),
         ),
         embeddings_pending=counts.pending_narratives + counts.pending_context,
@@ -53,13 +58,27 @@ def _status(app: AppContext, agent: str) -> Status:
         workers=app.dispatcher.workers() if depths is not None else None,
         embedder=app.embedder.model,
         last_task_errors=[
-            TaskEvent(task_name=e.task_name, task_id=e.task_id, agent_id=e.agent_id, state=e.state, detail=e.detail,
-                      created_at=e.created_at)
+            TaskEvent(
+                task_name=e.task_name,
+                task_id=e.task_id,
+                agent_id=e.agent_id,
+                state=e.state,
+                detail=e.detail,
+                created_at=e.created_at,
+            )
             for e in events
         ],
         dream_runs=[
-            DreamRun(stage=r.stage, day=r.day, status=r.status, trigger=str(r.inputs.get("trigger", "")),
-                     outputs=r.outputs, error=r.error, started_at=r.started_at, finished_at=r.finished_at)
+            DreamRun(
+                stage=r.stage,
+                day=r.day,
+                status=r.status,
+                trigger=str(r.inputs.get("trigger", "")),
+                outputs=r.outputs,
+                error=r.error,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+            )
             for r in runs
         ],
     )

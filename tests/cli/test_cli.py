@@ -18,14 +18,21 @@ SUBCOMMANDS = ("up", "serve", "worker", "beat", "flower", "status", "search", "w
 def cli_env(tmp_path: Path, redis_url: str, redis_client: Any) -> dict[str, str]:
     redis_client.flushdb()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
-    env.update({"TIDELINE_HOME": str(tmp_path / "home"), "TIDELINE_REDIS_URL": redis_url,
-                "TIDELINE_EMBEDDER": "none", "TIDELINE_AGENT": "alice"})
+    env.update(
+        {
+            "TIDELINE_HOME": str(tmp_path / "home"),
+            "TIDELINE_REDIS_URL": redis_url,
+            "TIDELINE_EMBEDDER": "none",
+            "TIDELINE_AGENT": "alice",
+        }
+    )
     return env
 
 
 def tideline(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tideline_cli", *args], env=env, input=stdin,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "tideline_cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
+    )
 
 
 def narratives_stored(env: dict[str, str]) -> int:
@@ -41,8 +48,9 @@ def narratives_stored(env: dict[str, str]) -> int:
 
 
 def test_a_memory_written_from_a_script_is_found_by_search(cli_env: dict[str, str]) -> None:
-    written = tideline(cli_env, "write", "--gesture", "傍晚在公园散步，聊起了服务设计", "--importance", "4",
-                       "--tags", "散步,设计")
+    written = tideline(
+        cli_env, "write", "--gesture", "傍晚在公园散步，聊起了服务设计", "--importance", "4", "--tags", "散步,设计"
+    )
     assert written.returncode == 0, written.stderr
     result = json.loads(written.stdout)
     assert set(result) >= {"id", "weight", "recurrence"} and result["agent"] == "alice"

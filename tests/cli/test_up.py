@@ -36,7 +36,7 @@ def proc_table() -> dict[int, tuple[int, int, str]]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] != "Z":
             table[int(entry.name)] = (int(fields[1]), int(fields[2]), cmdline)
     return table
@@ -65,10 +65,21 @@ def short_home() -> Iterator[Path]:
 def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_home: Path) -> None:
     http_port, flower_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
-    env.update({"TIDELINE_HOME": str(short_home), "TIDELINE_EMBEDDER": "none",
-                "TIDELINE_HTTP_PORT": str(http_port), "TIDELINE_FLOWER_PORT": str(flower_port)})
-    supervisor = subprocess.Popen([sys.executable, "-m", "tideline_cli", "up"], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
+    env.update(
+        {
+            "TIDELINE_HOME": str(short_home),
+            "TIDELINE_EMBEDDER": "none",
+            "TIDELINE_HTTP_PORT": str(http_port),
+            "TIDELINE_FLOWER_PORT": str(flower_port),
+        }
+    )
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "tideline_cli", "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in supervisor.stdout or ()], daemon=True).start()
     output: list[str] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tideline_core.attention import BAR_CHAR, Hit, heatmap, to_markdown
 
-T0 = datetime(2026, 5, 8, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 8, tzinfo=UTC)
 TOPICS = {"边界": [1, 2], "garden": [3], "silent": [7, 8]}
 EMBEDDING = {"#0 tide": [1, 3], "#1 moon": [2, 3], "#2 salt": [9]}
 

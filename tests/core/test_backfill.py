@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tideline_core.backfill import InferredLink, NarrativeAnchor, TurnAnchor, propose_links
 from tideline_core.errors import InvalidInput
 
-T0 = datetime(2026, 5, 8, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 8, 12, 0, tzinfo=UTC)
 
 
 def vec(*values: float) -> list[float]:
@@ -23,23 +23,33 @@ def at(hours: float) -> datetime:
     return T0 + timedelta(hours=hours)
 
 
-def propose(narratives: list[NarrativeAnchor], n_vectors: list[list[float]], turns: list[TurnAnchor],
-            t_vectors: list[list[float]], **options: object) -> list[InferredLink]:
-    return propose_links(narratives, np.array(n_vectors, np.float32).reshape(len(narratives), -1), turns,
-                         np.array(t_vectors, np.float32).reshape(len(turns), -1), **options)  # type: ignore[arg-type]
+def propose(
+    narratives: list[NarrativeAnchor],
+    n_vectors: list[list[float]],
+    turns: list[TurnAnchor],
+    t_vectors: list[list[float]],
+    **options: object,
+) -> list[InferredLink]:
+    return propose_links(
+        narratives,
+        np.array(n_vectors, np.float32).reshape(len(narratives), -1),
+        turns,
+        np.array(t_vectors, np.float32).reshape(len(turns), -1),
+        **options,
+    )  # type: ignore[arg-type]
 
 
 def test_the_most_similar_turns_inside_the_window_are_linked_as_inferred() -> None:
     turns = [TurnAnchor(10, at(-1)), TurnAnchor(11, at(1)), TurnAnchor(12, at(2))]
     links = propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0), vec(0.99, 0.14), vec(0, 1)])
-    assert [(l.narrative_id, l.context_id, l.inferred) for l in links] == [(1, 10, True), (1, 11, True)]
+    assert [(link.narrative_id, link.context_id, link.inferred) for link in links] == [(1, 10, True), (1, 11, True)]
     assert links[0].score == pytest.approx(1.0)
 
 
 def test_turns_outside_the_window_are_never_candidates() -> None:
     turns = [TurnAnchor(10, at(-6.01)), TurnAnchor(11, at(6)), TurnAnchor(12, at(7))]
     links = propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0)] * 3)
-    assert [l.context_id for l in links] == [11]
+    assert [link.context_id for link in links] == [11]
     assert propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0)] * 3, window=timedelta(hours=8)) != links
 
 
@@ -57,24 +67,28 @@ def test_candidates_far_below_the_best_are_not_linked() -> None:
     turns = [TurnAnchor(10, T0), TurnAnchor(11, T0)]
     # cos 1.0 and about 0.9: both above 0.8, but the second is 0.1 below the best.
     links = propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0), vec(0.9, 0.436)], threshold=0.8)
-    assert [l.context_id for l in links] == [10]
+    assert [link.context_id for link in links] == [10]
     wide = propose(
         [NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0), vec(0.9, 0.436)], threshold=0.8, margin=0.2
     )
-    assert [l.context_id for l in wide] == [10, 11]
+    assert [link.context_id for link in wide] == [10, 11]
 
 
 def test_at_most_top_k_links_best_first_ties_by_turn_id() -> None:
     turns = [TurnAnchor(i, T0) for i in (5, 3, 4, 1)]
     links = propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0)] * 4, top_k=3)
-    assert [l.context_id for l in links] == [1, 3, 4]
+    assert [link.context_id for link in links] == [1, 3, 4]
 
 
 def test_links_already_inferred_are_not_proposed_again() -> None:
     turns = [TurnAnchor(10, T0), TurnAnchor(11, T0)]
     first = propose([NarrativeAnchor(1, T0)], [vec(1, 0)], turns, [vec(1, 0)] * 2)
-    again = propose([NarrativeAnchor(1, T0, inferred_context_ids=frozenset(l.context_id for l in first))],
-                    [vec(1, 0)], turns, [vec(1, 0)] * 2)
+    again = propose(
+        [NarrativeAnchor(1, T0, inferred_context_ids=frozenset(link.context_id for link in first))],
+        [vec(1, 0)],
+        turns,
+        [vec(1, 0)] * 2,
+    )
     assert len(first) == 2 and again == []
 
 

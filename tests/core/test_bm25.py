@@ -34,7 +34,7 @@ def test_many_removals_compact_without_changing_answers() -> None:
     index = BM25Index()
     for i in range(3000):
         index.add(i, ["common", f"word{i % 7}"])
-    for i in range(0, 2500):
+    for i in range(2500):
         index.remove(i)
     hits = index.score(["word3"])
     assert {doc for doc, _ in hits} == {i for i in range(2500, 3000) if i % 7 == 3}
@@ -50,7 +50,7 @@ def test_weighted_terms_change_the_order() -> None:
 
 
 def test_top_k_keeps_the_best_and_the_order_is_deterministic() -> None:
-    index = build({i: "same words here" for i in range(10)})
+    index = build(dict.fromkeys(range(10), "same words here"))
     hits = index.score(analyze("words"), top_k=3)
     assert [doc for doc, _ in hits] == [0, 1, 2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +16,7 @@ from tideline_core.entity_graph import (
 )
 
 ALIASES = {"alice": "Alice", "ali": "Alice", "bob": "Bob", "bobby": "Bob", "照照": "照照"}
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def roles_of(text: str, aliases: dict[str, str] | None = None) -> list[tuple[str, tuple[str, ...]]]:
@@ -81,7 +81,10 @@ def test_quotes_around_names_and_roles_are_stripped() -> None:
         ("A(x)y", "text after the closing parenthesis (ignored)"),
         ("→B(x)", "an arrow with nothing on one side"),
         ("A(x)->", "an arrow with nothing on one side"),
-        ("这是一整句话而不是一个名字它太长了根本不可能是任何实体的名称真的很长很长很长很长很长=审查", "entity name longer than 40"),
+        (
+            "这是一整句话而不是一个名字它太长了根本不可能是任何实体的名称真的很长很长很长很长很长=审查",
+            "entity name longer than 40",
+        ),
     ],
 )
 def test_malformed_fragments_are_reported_not_raised(text: str, reason: str) -> None:
@@ -132,7 +135,11 @@ def test_nodes_count_mentions_once_per_narrative_with_first_and_last_seen() -> N
 
 def test_edges_join_every_pair_in_a_narrative_with_both_roles_in_canonical_order() -> None:
     graph = build_graph(
-        [mention(1, "Bob=审查; Alice=判断+执行"), mention(2, "Alice(执行+判断)→Bob(审查)"), mention(3, "Bob=审查", ("Carol",))]
+        [
+            mention(1, "Bob=审查; Alice=判断+执行"),
+            mention(2, "Alice(执行+判断)→Bob(审查)"),
+            mention(3, "Bob=审查", ("Carol",)),
+        ]
     )
     edges = {(e.source, e.target, e.source_role, e.target_role): e.count for e in graph.edges}
     assert edges == {("Alice", "Bob", "判断+执行", "审查"): 2, ("Bob", "Carol", "审查", ""): 1}

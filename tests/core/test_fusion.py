@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -66,7 +67,7 @@ def test_raising_a_documents_score_in_one_signal_never_lowers_its_rank(signals, 
 @given(signal_sets, weight_sets, methods)
 def test_equal_fused_scores_are_ordered_by_document_id(signals, weights, method):
     hits = fuse(signals, weights=weights, method=method)
-    for first, second in zip(hits, hits[1:]):
+    for first, second in itertools.pairwise(hits):
         assert first.score > second.score or (first.score == second.score and first.doc_id < second.doc_id)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from tideline_core.store.vectors import save_embeddings
 from tideline_core.store.versions import high_water
 
 MODEL = "test-axes"
-AT = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def axis(i: int) -> np.ndarray:

@@ -25,8 +25,9 @@ def test_a_dialogue_of_only_the_agents_own_lines_is_embedded_as_its_latest_lines
 
 
 def test_newer_lines_and_the_other_partys_words_weigh_more_in_the_keyword_query() -> None:
-    terms = conversation_terms([line("Ann", "kite beach"), line("Me", "kite museum", is_self=True),
-                                line("Ann", "festival tomorrow")])
+    terms = conversation_terms(
+        [line("Ann", "kite beach"), line("Me", "kite museum", is_self=True), line("Ann", "festival tomorrow")]
+    )
     assert terms["festival"] > terms["beach"] > terms["museum"]
 
 

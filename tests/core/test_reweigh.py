@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -12,11 +12,18 @@ from hypothesis import strategies as st
 from tideline_core.reweigh import ScoredNarrative, WeightChange, reweigh, targets
 from tideline_core.scoring import recurrence_counts, recurrence_score, recurrence_scores, weight
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def narrative(i: int, tags: tuple[str, ...] = (), score: int = 3, *, recurrence: int = 3, stored: float | None = None,
-              minutes: int | None = None) -> ScoredNarrative:
+def narrative(
+    i: int,
+    tags: tuple[str, ...] = (),
+    score: int = 3,
+    *,
+    recurrence: int = 3,
+    stored: float | None = None,
+    minutes: int | None = None,
+) -> ScoredNarrative:
     return ScoredNarrative(
         id=i,
         created_at=T0 + timedelta(minutes=i if minutes is None else minutes),

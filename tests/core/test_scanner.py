@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import itertools
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tideline_core.scanner import Chunk, NarrativeRow, TurnRow, chunk_turns, scan, to_markdown
 
-T0 = datetime(2026, 5, 8, 13, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 LONG = "x" * 150
 
 
 def turn(i: int, minutes: float, session: str = "s1", content: str = LONG, state: str = "done") -> TurnRow:
-    return TurnRow(i, session, "user" if i % 2 else "assistant", "Alice" if i % 2 else "", content,
-                   T0 + timedelta(minutes=minutes), state)
+    return TurnRow(
+        i,
+        session,
+        "user" if i % 2 else "assistant",
+        "Alice" if i % 2 else "",
+        content,
+        T0 + timedelta(minutes=minutes),
+        state,
+    )
 
 
 def test_narratives_without_source_links_are_track_a_oldest_first() -> None:
@@ -123,13 +131,13 @@ def test_chunks_respect_the_gap_and_cover_every_new_turn_once(turns: list[TurnRo
     assert covered == sorted(t.id for t in turns if t.id > watermark)
     for chunk in chunks:
         assert len({t.session_id for t in chunk.turns}) == 1
-        for before, after in zip(chunk.turns, chunk.turns[1:]):
+        for before, after in itertools.pairwise(chunk.turns):
             assert timedelta(0) <= after.created_at - before.created_at <= timedelta(minutes=gap)
     by_session: dict[str, list[Chunk]] = {}
     for chunk in sorted(chunks, key=lambda c: c.start):
         by_session.setdefault(chunk.session_id, []).append(chunk)
     for session_chunks in by_session.values():
-        for first, second in zip(session_chunks, session_chunks[1:]):
+        for first, second in itertools.pairwise(session_chunks):
             assert second.start - first.end > timedelta(minutes=gap)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,16 @@ from sqlalchemy import func, select
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.schema import Embedding
+from tideline_core.search import vectors
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.service import GAMMA, SearchService
-from tideline_core.search import vectors
 from tideline_core.search.vectors import VectorIndex
 from tideline_core.store.context import insert_turns
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 
 DIM = 256
-START = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 class WordsEmbedder:
@@ -63,9 +63,15 @@ def db(tmp_path: Path) -> Iterator[Database]:
     database.close()
 
 
-def record(db: Database, agent: str, session: str, lines: Sequence[tuple[str, str]], start: datetime = START) -> list[int]:
-    turns = [ContextTurnIn(role="user", speaker=who, content=text, session_id=session,
-                           created_at=start + timedelta(minutes=i)) for i, (who, text) in enumerate(lines)]
+def record(
+    db: Database, agent: str, session: str, lines: Sequence[tuple[str, str]], start: datetime = START
+) -> list[int]:
+    turns = [
+        ContextTurnIn(
+            role="user", speaker=who, content=text, session_id=session, created_at=start + timedelta(minutes=i)
+        )
+        for i, (who, text) in enumerate(lines)
+    ]
     with db.write() as conn:
         return insert_turns(conn, agent, turns)
 
@@ -92,14 +98,27 @@ def test_each_turn_is_embedded_alone_and_with_the_two_turns_before_it(db: Databa
 
 
 def test_a_question_answered_only_by_the_context_of_a_turn_finds_that_turn(db: Database) -> None:
-    ids = record(db, "alice", "trip", [
-        ("Ann", "Where did you spend your vacation last summer?"),
-        ("Bob", "We rented a little flat in Lisbon, right by the river."),
-        ("Ann", "Sounds lovely."),
-    ])
-    record(db, "alice", "work", [("Ann", "The flat tyre on my bike cost me an hour."),
-                                 ("Bob", "Lisbon traffic is worse than ours."), ("Ann", "The quarterly report is late.")],
-           start=START + timedelta(days=3))
+    ids = record(
+        db,
+        "alice",
+        "trip",
+        [
+            ("Ann", "Where did you spend your vacation last summer?"),
+            ("Bob", "We rented a little flat in Lisbon, right by the river."),
+            ("Ann", "Sounds lovely."),
+        ],
+    )
+    record(
+        db,
+        "alice",
+        "work",
+        [
+            ("Ann", "The flat tyre on my bike cost me an hour."),
+            ("Bob", "Lisbon traffic is worse than ours."),
+            ("Ann", "The quarterly report is late."),
+        ],
+        start=START + timedelta(days=3),
+    )
     svc = service(db, WordsEmbedder())
     hits = search(svc, query="Which city was the summer vacation in?", kinds="context", limit=3)
     answer = next(h for h in hits if h.id == ids[1])
@@ -108,22 +127,33 @@ def test_a_question_answered_only_by_the_context_of_a_turn_finds_that_turn(db: D
 
 
 def test_a_named_speaker_lifts_their_turns_unless_every_speaker_is_named(db: Database) -> None:
-    ids = record(db, "alice", "s1", [("Bob", "I really love hiking in the mountains."),
-                                     ("Caroline", "I really love hiking in the mountains.")])
+    ids = record(
+        db,
+        "alice",
+        "s1",
+        [("Bob", "I really love hiking in the mountains."), ("Caroline", "I really love hiking in the mountains.")],
+    )
     svc = service(db, WordsEmbedder())
     named = search(svc, query="Does Caroline love hiking?", kinds="context")
     assert named[0].id == ids[1] and "speaker" in named[0].signals and "speaker" not in named[1].signals
     both = search(svc, query="Do Bob and Caroline love hiking?", kinds="context")
     assert all("speaker" not in h.signals for h in both)
     assert search(svc, query="Does Caroline love hiking?", kinds="context", mode="dense")[0].signals.keys() <= {
-        "dense", "ctx", "neighbour"}
+        "dense",
+        "ctx",
+        "neighbour",
+    }
 
 
 def test_among_turns_a_question_is_embedded_without_the_speakers_names_which_the_speaker_signal_carries(
     db: Database,
 ) -> None:
-    ids = record(db, "alice", "s1", [("Bob", "I made a clay bowl in pottery class."),
-                                     ("Caroline", "I made a clay bowl in pottery class.")])
+    ids = record(
+        db,
+        "alice",
+        "s1",
+        [("Bob", "I made a clay bowl in pottery class."), ("Caroline", "I made a clay bowl in pottery class.")],
+    )
     embedder = WordsEmbedder()
     svc = service(db, embedder)
     hits = search(svc, query="What did Caroline make in pottery class?", kinds="context")
@@ -134,8 +164,16 @@ def test_among_turns_a_question_is_embedded_without_the_speakers_names_which_the
 
 
 def test_a_strong_hit_lifts_the_turns_beside_it_in_its_session(db: Database) -> None:
-    ids = record(db, "alice", "pets", [("Ann", "We adopted a puppy named Rex!"), ("Bob", "What breed is he?"),
-                                       ("Ann", "A golden retriever, eight weeks old.")])
+    ids = record(
+        db,
+        "alice",
+        "pets",
+        [
+            ("Ann", "We adopted a puppy named Rex!"),
+            ("Bob", "What breed is he?"),
+            ("Ann", "A golden retriever, eight weeks old."),
+        ],
+    )
     svc = service(db, WordsEmbedder())
     hits = {h.id: h for h in search(svc, query="puppy adopted Rex", kinds="context", mode="keyword")}
     top, beside = hits[ids[0]], hits[ids[1]]
@@ -147,21 +185,34 @@ def test_a_strong_hit_lifts_the_turns_beside_it_in_its_session(db: Database) -> 
 
 def test_a_conversation_finds_the_memory_it_is_about_and_the_agents_own_lines_count_less(db: Database) -> None:
     memories = {}
-    for gesture in ("Flew a kite with my daughter on the windy beach", "Fixed the leaking kitchen sink",
-                    "Finished the quarterly tax report for the accountant"):
+    for gesture in (
+        "Flew a kite with my daughter on the windy beach",
+        "Fixed the leaking kitchen sink",
+        "Finished the quarterly tax report for the accountant",
+    ):
         with db.write() as conn:
             memories[gesture.split()[2]] = insert_narrative(conn, "alice", NarrativeIn(gesture=gesture)).id
     svc = service(db, WordsEmbedder())
-    lines = [ConversationLine(speaker="Assistant", text="Did you finish the tax report for the accountant?", is_self=True),
-             ConversationLine(speaker="Mia", text="My daughter keeps asking about the beach."),
-             ConversationLine(speaker="Mia", text="She loves it when it is windy and we bring the kite.")]
+    lines = [
+        ConversationLine(speaker="Assistant", text="Did you finish the tax report for the accountant?", is_self=True),
+        ConversationLine(speaker="Mia", text="My daughter keeps asking about the beach."),
+        ConversationLine(speaker="Mia", text="She loves it when it is windy and we bring the kite."),
+    ]
     outcome = svc.search("alice", SearchIn(conversation=lines, kinds="narratives", limit=3))
     assert outcome.hits[0].id == memories["kite"]
     assert outcome.terms and "kit" in outcome.terms  # keyword terms come from the lines
     # the same lines through the MCP-shaped input (role 'assistant' = the agent's own line)
-    given = parse(SearchIn, {"kinds": "narratives", "conversation": [
-        {"speaker": "Assistant", "text": lines[0].text, "role": "assistant"},
-        {"speaker": "Mia", "text": lines[1].text, "role": "user"}, {"speaker": "Mia", "text": lines[2].text}]})
+    given = parse(
+        SearchIn,
+        {
+            "kinds": "narratives",
+            "conversation": [
+                {"speaker": "Assistant", "text": lines[0].text, "role": "assistant"},
+                {"speaker": "Mia", "text": lines[1].text, "role": "user"},
+                {"speaker": "Mia", "text": lines[2].text},
+            ],
+        },
+    )
     assert given.conversation[0].is_self and not given.conversation[2].is_self
     assert svc.search("alice", given).hits[0].id == memories["kite"]
 
@@ -172,9 +223,13 @@ def test_time_bounds_and_other_agents_filter_every_signal(db: Database) -> None:
     record(db, "bob", "c", [("Ann", "Bob's garden roses.")])
     svc = service(db, WordsEmbedder())
     for mode in ("keyword", "dense", "hybrid"):
-        hits = search(svc, query="garden roses", kinds="context", mode=mode, since=(START + timedelta(days=1)).isoformat())
+        hits = search(
+            svc, query="garden roses", kinds="context", mode=mode, since=(START + timedelta(days=1)).isoformat()
+        )
         assert [h.id for h in hits] == late, mode
-        hits = search(svc, query="garden roses", kinds="context", mode=mode, until=(START + timedelta(days=1)).isoformat())
+        hits = search(
+            svc, query="garden roses", kinds="context", mode=mode, until=(START + timedelta(days=1)).isoformat()
+        )
         assert [h.id for h in hits] == early, mode
 
 
@@ -187,12 +242,20 @@ def test_a_new_turn_is_keyword_visible_on_the_next_search_and_single_characters_
 
 
 def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Database) -> None:
-    june = record(db, "alice", "june", [("Ann", "We went camping by the lake.")], start=datetime(2023, 6, 3, tzinfo=timezone.utc))
-    august = record(db, "alice", "august", [("Ann", "We went camping by the lake.")],
-                    start=datetime(2023, 8, 20, tzinfo=timezone.utc))
+    june = record(
+        db, "alice", "june", [("Ann", "We went camping by the lake.")], start=datetime(2023, 6, 3, tzinfo=UTC)
+    )
+    august = record(
+        db,
+        "alice",
+        "august",
+        [("Ann", "We went camping by the lake.")],
+        start=datetime(2023, 8, 20, tzinfo=UTC),
+    )
     svc = service(db, WordsEmbedder())
-    on_day_outcome = svc.search("alice", parse(SearchIn, {"query": "Where did Ann go camping on 3 June, 2023?",
-                                                         "kinds": "context"}))
+    on_day_outcome = svc.search(
+        "alice", parse(SearchIn, {"query": "Where did Ann go camping on 3 June, 2023?", "kinds": "context"})
+    )
     assert on_day_outcome.dates == ("2023-06-03",)
     on_day = on_day_outcome.hits
     assert on_day[0].id == june[0] and on_day[0].signals["time"] > 0 and "time" not in on_day[1].signals
@@ -200,7 +263,7 @@ def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Data
     assert in_month[0].id == august[0]
     undated = search(svc, query="Where did Ann go camping?", kinds="context")
     assert all("time" not in h.signals for h in undated)
-    memory = NarrativeIn(gesture="camping by the lake", occurred_at=datetime(2021, 7, 4, tzinfo=timezone.utc))
+    memory = NarrativeIn(gesture="camping by the lake", occurred_at=datetime(2021, 7, 4, tzinfo=UTC))
     with db.write() as conn:
         remembered = insert_narrative(conn, "alice", memory).id
     svc = service(db, WordsEmbedder())
@@ -211,8 +274,11 @@ def test_a_dialogue_is_embedded_in_one_call_and_a_repeated_query_costs_no_model_
     record(db, "alice", "s1", [("Ann", "We adopted a puppy named Rex!")])
     embedder = WordsEmbedder()
     svc = service(db, embedder)
-    lines = [{"speaker": "Ann", "text": "guess what happened"}, {"speaker": "Me", "text": "tell me!", "is_self": True},
-             {"speaker": "Ann", "text": "we got a puppy"}]
+    lines = [
+        {"speaker": "Ann", "text": "guess what happened"},
+        {"speaker": "Me", "text": "tell me!", "is_self": True},
+        {"speaker": "Ann", "text": "we got a puppy"},
+    ]
     first = svc.search("alice", parse(SearchIn, {"conversation": lines, "kinds": "context"}))
     assert len(embedder.query_calls) == 1 and len(embedder.query_calls[0]) == 2
     again = svc.search("alice", parse(SearchIn, {"conversation": lines, "kinds": "context"}))

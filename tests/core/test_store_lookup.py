@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from tideline_core.store.context import insert_turns, load_turns
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative, load_narratives
 
-AT = datetime(2026, 6, 1, tzinfo=timezone.utc)
+AT = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 @pytest.fixture

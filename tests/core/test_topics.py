@@ -120,7 +120,7 @@ def test_merging_joins_clusters_whose_members_overlap_at_the_threshold() -> None
 
 def test_merging_is_transitive_like_union_find() -> None:
     sets: dict[int, set[str]] = {i: {"pad"} for i in range(100)}
-    for word, members in {"a": range(0, 10), "b": range(0, 9), "c": range(1, 9)}.items():
+    for word, members in {"a": range(10), "b": range(9), "c": range(1, 9)}.items():
         for i in members:
             sets[i].add(word)
     # a~b (0.9), b~c (0.89), a~c (0.8): one group named by its largest keyword.

@@ -36,8 +36,9 @@ BAD_WRITES: list[tuple[str, dict[str, Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("arguments", "field", "rule"), [case[1:] for case in BAD_WRITES],
-                         ids=[case[0] for case in BAD_WRITES])
+@pytest.mark.parametrize(
+    ("arguments", "field", "rule"), [case[1:] for case in BAD_WRITES], ids=[case[0] for case in BAD_WRITES]
+)
 async def test_a_bad_memory_write_names_the_field_and_the_rule_and_stores_nothing(
     local_settings: Settings, dispatcher: RecordingDispatcher, arguments: dict[str, Any], field: str, rule: str
 ) -> None:
@@ -52,36 +53,104 @@ async def test_a_bad_memory_write_names_the_field_and_the_rule_and_stores_nothin
 BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
     # (case, tool, arguments, field, rule, the table that must stay empty)
     ("unknown role", "context_record", {"role": "narrator", "content": "hi"}, "role", "'user'", "context_turns"),
-    ("empty turn", "context_record", {"role": "user", "content": ""}, "content", "at least 1 character",
-     "context_turns"),
-    ("over-size turn", "context_record", {"role": "user", "content": "x" * 100_001}, "content", "at most 100000",
-     "context_turns"),
-    ("metadata not an object", "context_record", {"role": "user", "content": "hi", "metadata": ["a"]}, "metadata",
-     "valid dictionary", "context_turns"),
-    ("over-size metadata", "context_record", {"role": "user", "content": "hi", "metadata": {"k": "v" * 17_000}},
-     "metadata", "at most 16384 bytes", "context_turns"),
-    ("malformed turn time", "context_record", {"role": "user", "content": "hi", "created_at": "noon"}, "created_at",
-     "ISO-8601", "context_turns"),
-    ("unknown profile kind", "memory_write_profile", {"entity": "Bob", "kind": "gossip", "content": "x"}, "kind",
-     "'fact'", "profiles"),
-    ("pinned as a word", "memory_write_profile", {"entity": "Bob", "kind": "fact", "content": "x", "pinned": "yes"},
-     "pinned", "valid boolean", "profiles"),
-    ("unknown self-concept kind", "memory_write_self_concept", {"kind": "mood", "content": "x"}, "kind", "'terrain'",
-     "self_concept"),
-    ("thread priority above 5", "memory_write_thread", {"title": "t", "priority": 9}, "priority",
-     "less than or equal to 5", "threads"),
+    (
+        "empty turn",
+        "context_record",
+        {"role": "user", "content": ""},
+        "content",
+        "at least 1 character",
+        "context_turns",
+    ),
+    (
+        "over-size turn",
+        "context_record",
+        {"role": "user", "content": "x" * 100_001},
+        "content",
+        "at most 100000",
+        "context_turns",
+    ),
+    (
+        "metadata not an object",
+        "context_record",
+        {"role": "user", "content": "hi", "metadata": ["a"]},
+        "metadata",
+        "valid dictionary",
+        "context_turns",
+    ),
+    (
+        "over-size metadata",
+        "context_record",
+        {"role": "user", "content": "hi", "metadata": {"k": "v" * 17_000}},
+        "metadata",
+        "at most 16384 bytes",
+        "context_turns",
+    ),
+    (
+        "malformed turn time",
+        "context_record",
+        {"role": "user", "content": "hi", "created_at": "noon"},
+        "created_at",
+        "ISO-8601",
+        "context_turns",
+    ),
+    (
+        "unknown profile kind",
+        "memory_write_profile",
+        {"entity": "Bob", "kind": "gossip", "content": "x"},
+        "kind",
+        "'fact'",
+        "profiles",
+    ),
+    (
+        "pinned as a word",
+        "memory_write_profile",
+        {"entity": "Bob", "kind": "fact", "content": "x", "pinned": "yes"},
+        "pinned",
+        "valid boolean",
+        "profiles",
+    ),
+    (
+        "unknown self-concept kind",
+        "memory_write_self_concept",
+        {"kind": "mood", "content": "x"},
+        "kind",
+        "'terrain'",
+        "self_concept",
+    ),
+    (
+        "thread priority above 5",
+        "memory_write_thread",
+        {"title": "t", "priority": 9},
+        "priority",
+        "less than or equal to 5",
+        "threads",
+    ),
     ("unknown thread status", "memory_write_thread", {"title": "t", "status": "paused"}, "status", "'open'", "threads"),
     ("empty snapshot", "memory_write_snapshot", {"content": ""}, "content", "at least 1 character", "snapshots"),
-    ("amendment to id 0", "memory_amend", {"narrative_id": 0, "note": "x"}, "narrative_id",
-     "greater than or equal to 1", "amendments"),
+    (
+        "amendment to id 0",
+        "memory_amend",
+        {"narrative_id": 0, "note": "x"},
+        "narrative_id",
+        "greater than or equal to 1",
+        "amendments",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("tool", "arguments", "field", "rule", "table"), [case[1:] for case in BAD_OTHERS],
-                         ids=[case[0] for case in BAD_OTHERS])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field", "rule", "table"),
+    [case[1:] for case in BAD_OTHERS],
+    ids=[case[0] for case in BAD_OTHERS],
+)
 async def test_every_other_write_refuses_bad_input_the_same_way(
-    local_settings: Settings, dispatcher: RecordingDispatcher, tool: str, arguments: dict[str, Any], field: str,
-    rule: str, table: str,
+    local_settings: Settings,
+    dispatcher: RecordingDispatcher,
+    tool: str,
+    arguments: dict[str, Any],
+    field: str,
+    rule: str,
+    table: str,
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         error = await refused(client, tool, **arguments)
@@ -101,10 +170,15 @@ BAD_READS: list[tuple[str, str, dict[str, Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "arguments", "field", "rule"), [case[1:] for case in BAD_READS],
-                         ids=[case[0] for case in BAD_READS])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field", "rule"), [case[1:] for case in BAD_READS], ids=[case[0] for case in BAD_READS]
+)
 async def test_reads_refuse_bad_arguments_with_the_field_named(
-    local_settings: Settings, dispatcher: RecordingDispatcher, tool: str, arguments: dict[str, Any], field: str,
+    local_settings: Settings,
+    dispatcher: RecordingDispatcher,
+    tool: str,
+    arguments: dict[str, Any],
+    field: str,
     rule: str,
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:

@@ -27,10 +27,13 @@ def closed_port() -> int:
 async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_down(
     local_settings: Settings, dispatcher: RecordingDispatcher, mode: str
 ) -> None:
-    settings = local_settings.model_copy(update={
-        "embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/v1/embeddings",
-        "query_embedding_timeout": 1.0,
-    })
+    settings = local_settings.model_copy(
+        update={
+            "embedder": "http",
+            "embedding_url": f"http://127.0.0.1:{closed_port()}/v1/embeddings",
+            "query_embedding_timeout": 1.0,
+        }
+    )
     async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="我们在公园里讨论了新的服务")
         started = time.monotonic()
@@ -46,9 +49,12 @@ async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_do
 async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
     local_settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:
-    settings = local_settings.model_copy(update={
-        "embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch",
-    })
+    settings = local_settings.model_copy(
+        update={
+            "embedder": "http",
+            "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch",
+        }
+    )
     async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="a quiet morning")
         found = await call(client, "memory_search", query="morning", mode="keyword")

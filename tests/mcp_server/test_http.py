@@ -23,7 +23,9 @@ pytestmark = pytest.mark.anyio
 ALICE_TOKEN = "alice-token-7f3a9c"
 BOB_TOKEN = "bob-token-0d81e2"
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -38,10 +40,16 @@ def free_port() -> int:
 @contextmanager
 def serving(settings: Settings, dispatcher: RecordingDispatcher) -> Iterator[str]:
     """The production HTTP app under uvicorn in a thread; yields its base URL."""
-    server = uvicorn.Server(uvicorn.Config(
-        http_app(settings, dispatcher=dispatcher), host=settings.http_host, port=settings.http_port,
-        log_config=None, log_level="warning", lifespan="on",
-    ))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            http_app(settings, dispatcher=dispatcher),
+            host=settings.http_host,
+            port=settings.http_port,
+            log_config=None,
+            log_level="warning",
+            lifespan="on",
+        )
+    )
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     started = threading.Event()
@@ -60,17 +68,23 @@ def serving(settings: Settings, dispatcher: RecordingDispatcher) -> Iterator[str
 
 @pytest.fixture
 def token_settings(local_settings: Settings) -> Settings:
-    return local_settings.model_copy(update={
-        "http_host": "127.0.0.1", "http_port": free_port(), "http_tokens": f"{ALICE_TOKEN}:alice,{BOB_TOKEN}:bob",
-    })
+    return local_settings.model_copy(
+        update={
+            "http_host": "127.0.0.1",
+            "http_port": free_port(),
+            "http_tokens": f"{ALICE_TOKEN}:alice,{BOB_TOKEN}:bob",
+        }
+    )
 
 
 @asynccontextmanager
 async def as_agent(url: str, token: str) -> AsyncIterator[Client]:
     """An MCP client that presents `token` on every request, as a remote agent runtime would."""
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(f"{url}/mcp", http_client=http), raise_exceptions=True) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http), raise_exceptions=True) as client,
+    ):
+        yield client
 
 
 async def test_each_token_reads_and_writes_only_its_own_agents_memory(
@@ -99,8 +113,9 @@ async def test_requests_without_a_valid_token_get_401_and_health_needs_none(
         async with httpx2.AsyncClient() as http:
             health = await http.get(f"{url}/healthz")
             anonymous = await http.post(f"{url}/mcp", json=INITIALIZE, headers=MCP_HEADERS)
-            forged = await http.post(f"{url}/mcp", json=INITIALIZE,
-                                     headers={**MCP_HEADERS, "Authorization": "Bearer alice-token-7f3a9d"})
+            forged = await http.post(
+                f"{url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": "Bearer alice-token-7f3a9d"}
+            )
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Bearer")
     assert forged.status_code == 401
@@ -111,15 +126,24 @@ async def test_a_session_opened_with_one_token_cannot_be_used_with_another(
 ) -> None:
     with serving(token_settings, dispatcher) as url:
         async with httpx2.AsyncClient() as http:
-            opened = await http.post(f"{url}/mcp", json=INITIALIZE,
-                                     headers={**MCP_HEADERS, "Authorization": f"Bearer {ALICE_TOKEN}"})
+            opened = await http.post(
+                f"{url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {ALICE_TOKEN}"}
+            )
             session = opened.headers["mcp-session-id"]
             hijack = await http.post(
                 f"{url}/mcp",
-                json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                      "params": {"name": "memory_recall", "arguments": {}}},
-                headers={**MCP_HEADERS, "Authorization": f"Bearer {BOB_TOKEN}", "Mcp-Session-Id": session,
-                         "MCP-Protocol-Version": "2025-06-18"},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "memory_recall", "arguments": {}},
+                },
+                headers={
+                    **MCP_HEADERS,
+                    "Authorization": f"Bearer {BOB_TOKEN}",
+                    "Mcp-Session-Id": session,
+                    "MCP-Protocol-Version": "2025-06-18",
+                },
             )
     assert opened.status_code == 200 and hijack.status_code == 404
 

@@ -18,10 +18,16 @@ async def test_an_agent_sees_none_of_another_agents_memories_turns_or_profiles(
     alice_server = create_server(local_settings, dispatcher=dispatcher)
     bob_server = create_server(local_settings.model_copy(update={"agent": "bob"}), dispatcher=dispatcher)
     async with Client(alice_server, raise_exceptions=True) as alice, Client(bob_server, raise_exceptions=True) as bob:
-        turn = await call(alice, "context_record", role="user", content="alice's secret: the key is under the 花盆",
-                          session_id="s1")
-        memory = await call(alice, "memory_write", gesture="alice hid the key under the 花盆", tags=["secret"],
-                            source_links=[turn["id"]])
+        turn = await call(
+            alice, "context_record", role="user", content="alice's secret: the key is under the 花盆", session_id="s1"
+        )
+        memory = await call(
+            alice,
+            "memory_write",
+            gesture="alice hid the key under the 花盆",
+            tags=["secret"],
+            source_links=[turn["id"]],
+        )
         await call(alice, "memory_write_profile", entity="Carol", kind="fact", content="Carol is alice's sister")
         await call(alice, "memory_write_self_concept", kind="fact", content="I am alice")
         await call(alice, "memory_write_thread", title="where did I put the key?")

@@ -45,8 +45,10 @@ async def test_a_recluster_triggered_through_the_tool_runs_on_the_worker_and_its
         topics = await call(client, "memory_topics", sample=2)
         assert {t["keyword"] for t in topics["topics"]} == TOPICS
         garden = next(t for t in topics["topics"] if t["keyword"] == "garden")
-        assert garden["size"] == 4 and [s["gesture"] for s in garden["samples"]] == [gesture("garden", 3),
-                                                                                   gesture("garden", 2)]
+        assert garden["size"] == 4 and [s["gesture"] for s in garden["samples"]] == [
+            gesture("garden", 3),
+            gesture("garden", 2),
+        ]
         status = await call(client, "memory_status")
         (run,) = [r for r in status["dream_runs"] if r["stage"] == "recluster"]
         assert run["status"] == "done" and run["trigger"] == "manual" and run["outputs"]["topic_clusters"] == 5
@@ -72,7 +74,7 @@ async def test_a_trigger_is_refused_clearly_while_the_nightly_dream_runs(
 
 
 async def test_a_trigger_with_the_broker_down_says_nothing_was_started_and_a_bad_job_is_named(
-    local_settings: Settings
+    local_settings: Settings,
 ) -> None:
     from mcp_server.dispatch import CeleryDispatcher
 
@@ -96,10 +98,13 @@ async def test_the_graph_shows_top_nodes_one_entity_or_a_pair(
         assert [n["name"] for n in top["nodes"]] == ["Alice", "Bob", "Carol"] and top["mode"] == "top"
         alice = await call(client, "memory_graph", entity="Alice")
         assert alice["mode"] == "entity" and {e["source"] for e in alice["edges"]} | {
-            e["target"] for e in alice["edges"]} == {"Alice", "Bob", "Carol"}
+            e["target"] for e in alice["edges"]
+        } == {"Alice", "Bob", "Carol"}
         pair = await call(client, "memory_graph", entity="Carol", other="Alice")
         assert [(e["source_role"], e["target_role"], e["count"]) for e in pair["edges"]] in (
-            [("ask", "answer", 10)], [("answer", "ask", 10)])
+            [("ask", "answer", 10)],
+            [("answer", "ask", 10)],
+        )
         assert "needs `entity`" in await refused(client, "memory_graph", other="Alice")
 
 

@@ -42,8 +42,9 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
         park = await call(client, "memory_write", gesture=PARK, tags=["小林"])
         cat = await call(client, "memory_write", gesture=CAT, tags=["home"])
         await call(client, "memory_write", gesture=TAXES, tags=["admin"])
-        turn = await call(client, "context_record", role="user", content="我们明天去服务中心办手续吧", session_id="s1",
-                          speaker="Mia")
+        turn = await call(
+            client, "context_record", role="user", content="我们明天去服务中心办手续吧", session_id="s1", speaker="Mia"
+        )
         right_away = {
             "公园": await call(client, "memory_search", query="公园", mode="keyword"),
             "服务": await call(client, "context_search", query="服务", mode="keyword"),
@@ -52,7 +53,9 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
 
         wait_until(lambda: pending(settings) == 0, timeout=30, message="the worker to embed every new row")
         pet = await call(client, "memory_search", query="my pet made a mess at home", mode="dense", limit=1)
-        walk = await call(client, "memory_search", query="晚上和朋友出去走走", mode="dense", kinds="narratives", limit=1)
+        walk = await call(
+            client, "memory_search", query="晚上和朋友出去走走", mode="dense", kinds="narratives", limit=1
+        )
         errand = await call(client, "context_search", query="去办事处处理手续", mode="dense", limit=1)
         asked = await call(client, "context_search", query="What errand did Mia plan?", limit=1)
         asked_all = await call(client, "memory_search", query="What errand did Mia plan?", limit=1)
@@ -76,7 +79,10 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
 
 
 async def test_a_write_while_the_broker_is_down_succeeds_fast_and_is_embedded_once_it_is_back(
-    settings: Settings, database: Database, celery_worker: Any, celery_dispatcher: CeleryDispatcher,
+    settings: Settings,
+    database: Database,
+    celery_worker: Any,
+    celery_dispatcher: CeleryDispatcher,
     wait_until: Callable[..., Any],
 ) -> None:
     with socket.socket() as probe:

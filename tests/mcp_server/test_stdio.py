@@ -29,9 +29,12 @@ def tideline_command() -> tuple[str, list[str]]:
 def server_env(settings: Settings) -> dict[str, str]:
     # Only what a runtime's MCP config would set; the parent's TIDELINE_* variables are not inherited.
     return {
-        "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": str(settings.redis_url),
+        "TIDELINE_HOME": str(settings.home),
+        "TIDELINE_REDIS_URL": str(settings.redis_url),
         "TIDELINE_DATABASE_URL": settings.resolved_database_url,
-        "TIDELINE_AGENT": "alice", "TIDELINE_EMBEDDER": "none", "TIDELINE_LOG_LEVEL": "WARNING",
+        "TIDELINE_AGENT": "alice",
+        "TIDELINE_EMBEDDER": "none",
+        "TIDELINE_LOG_LEVEL": "WARNING",
     }
 
 
@@ -41,25 +44,45 @@ async def test_an_agent_runtime_lists_tools_writes_and_searches_over_stdio(setti
     async with Client(params, mode="legacy", raise_exceptions=True, read_timeout_seconds=30) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         turn = await call(client, "context_record", role="user", content="记得帮我预约周五的牙医", session_id="cli")
-        written = await call(client, "memory_write", gesture="答应了周五陪她去看牙医", tags=["约定"],
-                             source_links=[turn["id"]], importance=4)
+        written = await call(
+            client,
+            "memory_write",
+            gesture="答应了周五陪她去看牙医",
+            tags=["约定"],
+            source_links=[turn["id"]],
+            importance=4,
+        )
         found = await call(client, "memory_search", query="牙医")
         status = await call(client, "memory_status")
     assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 21
     assert written["queued"] is True and written["embedding"] == "pending"
-    assert {(hit["kind"], hit["id"]) for hit in found["hits"]} == {("narrative", written["id"]),
-                                                                   ("context", turn["id"])}
+    assert {(hit["kind"], hit["id"]) for hit in found["hits"]} == {
+        ("narrative", written["id"]),
+        ("context", turn["id"]),
+    }
     assert found["degraded"] is not None  # TIDELINE_EMBEDDER=none: keyword-only, and the result says so
     assert status["agent"] == "alice" and status["counts"]["narratives"] == 1
 
 
 def test_stdout_carries_nothing_but_protocol_messages(settings: Settings) -> None:
     command, prefix = tideline_command()
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
     # Closing stdin after one request ends the server; every stdout line must then be one JSON-RPC message.
     done = subprocess.run(
-        [command, *prefix, "serve"], input=json.dumps(request) + "\n", capture_output=True, text=True, timeout=60,
+        [command, *prefix, "serve"],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={"PATH": str(Path(sys.executable).parent), **server_env(settings)},
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]

@@ -12,12 +12,27 @@ from tideline_core.settings import Settings
 pytestmark = pytest.mark.anyio
 
 TOOLS = {
-    "memory_write", "memory_recall", "memory_search", "memory_amend",
-    "context_record", "context_search", "context_timeline",
-    "memory_write_profile", "memory_read_profiles", "memory_write_self_concept", "memory_read_self_concept",
-    "memory_write_thread", "memory_read_threads", "memory_write_snapshot", "memory_read_snapshot",
+    "memory_write",
+    "memory_recall",
+    "memory_search",
+    "memory_amend",
+    "context_record",
+    "context_search",
+    "context_timeline",
+    "memory_write_profile",
+    "memory_read_profiles",
+    "memory_write_self_concept",
+    "memory_read_self_concept",
+    "memory_write_thread",
+    "memory_read_threads",
+    "memory_write_snapshot",
+    "memory_read_snapshot",
     "memory_status",
-    "memory_graph", "memory_attention_heatmap", "memory_soft_clusters", "memory_topics", "memory_trigger",
+    "memory_graph",
+    "memory_attention_heatmap",
+    "memory_soft_clusters",
+    "memory_topics",
+    "memory_trigger",
 }
 
 
@@ -42,12 +57,23 @@ async def test_a_written_memory_is_keyword_searchable_at_once_in_chinese_and_eng
     local_settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
-        park = await call(client, "memory_write", gesture="傍晚和小林在公园散步，他说想换个服务器托管服务", tags=["散步", "小林"],
-                          importance=4, emotional=4)
-        deploy = await call(client, "memory_write", gesture="We shipped the release after a long night of debugging",
-                            tags=["release"])
-        for query, expected in (("公园", park["id"]), ("服务", park["id"]), ("debugging", deploy["id"]),
-                                ("release night", deploy["id"])):
+        park = await call(
+            client,
+            "memory_write",
+            gesture="傍晚和小林在公园散步，他说想换个服务器托管服务",
+            tags=["散步", "小林"],
+            importance=4,
+            emotional=4,
+        )
+        deploy = await call(
+            client, "memory_write", gesture="We shipped the release after a long night of debugging", tags=["release"]
+        )
+        for query, expected in (
+            ("公园", park["id"]),
+            ("服务", park["id"]),
+            ("debugging", deploy["id"]),
+            ("release night", deploy["id"]),
+        ):
             found = await call(client, "memory_search", query=query)
             assert [hit["id"] for hit in found["hits"]][:1] == [expected], (query, found)
     assert park["embedding"] == "pending" and park["queued"] is True
@@ -97,12 +123,28 @@ async def test_recall_filters_by_type_tags_and_time_and_orders_by_weight(
     local_settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
-        old = await call(client, "memory_write", gesture="an old decision", narrative_type="decision",
-                         occurred_at="2024-01-05", importance=5, tags=["work"])
-        light = await call(client, "memory_write", gesture="a passing thought", narrative_type="reflection",
-                           importance=1)
-        heavy = await call(client, "memory_write", gesture="a big insight", narrative_type="insight", importance=5,
-                           emotional=5, unresolved=5, tags=["work"])
+        old = await call(
+            client,
+            "memory_write",
+            gesture="an old decision",
+            narrative_type="decision",
+            occurred_at="2024-01-05",
+            importance=5,
+            tags=["work"],
+        )
+        light = await call(
+            client, "memory_write", gesture="a passing thought", narrative_type="reflection", importance=1
+        )
+        heavy = await call(
+            client,
+            "memory_write",
+            gesture="a big insight",
+            narrative_type="insight",
+            importance=5,
+            emotional=5,
+            unresolved=5,
+            tags=["work"],
+        )
         recent = await call(client, "memory_recall")
         decisions = await call(client, "memory_recall", narrative_type="decision")
         tagged = await call(client, "memory_recall", tags=["work"], order="weight")
@@ -133,12 +175,32 @@ async def test_turns_are_recorded_searched_and_read_back_in_order(
     local_settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
-        first = await call(client, "context_record", role="user", content="Shall we meet by the river?", session_id="a",
-                           created_at="2026-01-01T10:00:00Z", metadata={"channel": "chat"})
-        reply = await call(client, "context_record", role="assistant", content="Yes, at noon.", session_id="a",
-                           created_at="2026-01-01T10:01:00Z")
-        await call(client, "context_record", role="user", content='{"tool": "calendar", "ok": true}', session_id="b",
-                   speaker="calendar-bot", created_at="2026-01-02T09:00:00Z")
+        first = await call(
+            client,
+            "context_record",
+            role="user",
+            content="Shall we meet by the river?",
+            session_id="a",
+            created_at="2026-01-01T10:00:00Z",
+            metadata={"channel": "chat"},
+        )
+        reply = await call(
+            client,
+            "context_record",
+            role="assistant",
+            content="Yes, at noon.",
+            session_id="a",
+            created_at="2026-01-01T10:01:00Z",
+        )
+        await call(
+            client,
+            "context_record",
+            role="user",
+            content='{"tool": "calendar", "ok": true}',
+            session_id="b",
+            speaker="calendar-bot",
+            created_at="2026-01-02T09:00:00Z",
+        )
         written = await call(client, "memory_write", gesture="agreed to meet by the river", source_links=[first["id"]])
         session = await call(client, "context_timeline", session_id="a")
         latest = await call(client, "context_timeline", limit=2)
@@ -159,8 +221,9 @@ async def test_profiles_and_self_concept_keep_every_earlier_version(
 ) -> None:
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         first = await call(client, "memory_write_profile", entity="小林", kind="impression", content="quiet, careful")
-        second = await call(client, "memory_write_profile", entity="小林", kind="impression", content="quiet, funny",
-                            pinned=True)
+        second = await call(
+            client, "memory_write_profile", entity="小林", kind="impression", content="quiet, funny", pinned=True
+        )
         await call(client, "memory_write_profile", entity="Bob", kind="contact", content="bob@example.org")
         profiles = await call(client, "memory_read_profiles", entity="小林", with_history=True)
         everyone = await call(client, "memory_read_profiles", kind="contact")
@@ -181,8 +244,14 @@ async def test_threads_open_update_and_filter_and_snapshots_come_back_newest_fir
     async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
         opened = await call(client, "memory_write_thread", title="Why do tides lag the moon?", priority=4)
         await call(client, "memory_write_thread", title="Learn the ukulele", priority=2)
-        updated = await call(client, "memory_write_thread", thread_id=opened["id"], title="Why do tides lag the moon?",
-                             content="friction and inertia", status="resolved")
+        updated = await call(
+            client,
+            "memory_write_thread",
+            thread_id=opened["id"],
+            title="Why do tides lag the moon?",
+            content="friction and inertia",
+            status="resolved",
+        )
         open_threads = await call(client, "memory_read_threads", status="open")
         unknown = await refused(client, "memory_write_thread", thread_id=999, title="nope")
         await call(client, "memory_write_snapshot", content="tired but pleased", mood="calm")

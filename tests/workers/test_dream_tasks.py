@@ -86,9 +86,15 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
     assert started["started"] is True and started["stages"] == [str(s) for s in NIGHTLY_STAGES]
 
     stages = ["scan", "refresh", "recluster", "entity_graph"]
-    wait_until(lambda: locks.holder(redis_client, "alice") is None and
-               all(r.status == "done" for r in runs(database).values()) and len(runs(database)) == 4,
-               timeout=TIMEOUT, message="every nightly stage done and the lock released")
+    wait_until(
+        lambda: (
+            locks.holder(redis_client, "alice") is None
+            and all(r.status == "done" for r in runs(database).values())
+            and len(runs(database)) == 4
+        ),
+        timeout=TIMEOUT,
+        message="every nightly stage done and the lock released",
+    )
     done = runs(database)
     assert sorted(done, key=lambda s: done[s].started_at) == stages
     assert all(r.inputs["trigger"] == "nightly" and r.day == started["day"] for r in done.values())
@@ -96,7 +102,11 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
 
 
 def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
-    settings: Settings, database: Database, celery_app: Any, celery_worker: Any, celery_dispatcher: Any,
+    settings: Settings,
+    database: Database,
+    celery_app: Any,
+    celery_worker: Any,
+    celery_dispatcher: Any,
     redis_client: Any,
 ) -> None:
     seed(database)
@@ -126,9 +136,15 @@ def test_a_failing_stage_stops_the_chain_is_recorded_failed_and_releases_the_loc
     seed(database, nan_vector=True)
     run(celery_app, TaskName.NIGHTLY, agent_id="alice")
 
-    wait_until(lambda: runs(database).get("recluster") is not None and runs(database)["recluster"].status == "failed"
-               and locks.holder(redis_client, "alice") is None,
-               timeout=TIMEOUT, message="recluster failed and the errback released the lock")
+    wait_until(
+        lambda: (
+            runs(database).get("recluster") is not None
+            and runs(database)["recluster"].status == "failed"
+            and locks.holder(redis_client, "alice") is None
+        ),
+        timeout=TIMEOUT,
+        message="recluster failed and the errback released the lock",
+    )
     assert "finite" in runs(database)["recluster"].error
     assert "entity_graph" not in runs(database)  # the chain stopped at the failure
     assert runs(database)["refresh"].status == "done"
@@ -142,10 +158,15 @@ def test_the_nightly_fan_out_starts_a_chain_for_every_agent_with_narratives(
     fanned = run(celery_app, TaskName.NIGHTLY_ALL)
     assert fanned == {"started": ["alice", "bob"], "already_running": []}
     for agent in ("alice", "bob"):
-        wait_until(lambda agent=agent: runs(database, agent).get("entity_graph") is not None
-                   and runs(database, agent)["entity_graph"].status == "done"
-                   and locks.holder(redis_client, agent) is None,
-                   timeout=TIMEOUT, message=f"{agent}'s nightly chain")
+        wait_until(
+            lambda agent=agent: (
+                runs(database, agent).get("entity_graph") is not None
+                and runs(database, agent)["entity_graph"].status == "done"
+                and locks.holder(redis_client, agent) is None
+            ),
+            timeout=TIMEOUT,
+            message=f"{agent}'s nightly chain",
+        )
     assert topic_keywords(database, "bob") == {"garden", "compiler", "wedding"}
 
 
@@ -166,10 +187,12 @@ def test_readers_never_see_a_half_built_topic_table_while_it_is_rebuilt(database
     def read() -> None:
         while not stop.is_set():
             with database.read() as conn:
-                clusters = conn.execute(select(func.count()).select_from(TopicCluster)
-                                        .where(TopicCluster.agent_id == "alice")).scalar_one()
-                members = conn.execute(select(func.count()).select_from(TopicClusterMember)
-                                       .where(TopicClusterMember.agent_id == "alice")).scalar_one()
+                clusters = conn.execute(
+                    select(func.count()).select_from(TopicCluster).where(TopicCluster.agent_id == "alice")
+                ).scalar_one()
+                members = conn.execute(
+                    select(func.count()).select_from(TopicClusterMember).where(TopicClusterMember.agent_id == "alice")
+                ).scalar_one()
             seen.append((clusters, members))
 
     reader = threading.Thread(target=read)
@@ -188,8 +211,9 @@ def test_a_stage_whose_worker_vanished_is_marked_failed_by_the_reconciler_not_le
 ) -> None:
     with database.write() as conn:
         start_run(conn, "alice", "2026-11-28", "recluster", {})  # its worker was SIGKILLed hours ago
-        conn.execute(update(DreamRun).where(DreamRun.stage == "recluster")
-                     .values(started_at=utcnow() - timedelta(hours=3)))
+        conn.execute(
+            update(DreamRun).where(DreamRun.stage == "recluster").values(started_at=utcnow() - timedelta(hours=3))
+        )
         start_run(conn, "alice", "2026-11-29", "refresh", {})  # really running now
     result = run(celery_app, TaskName.RECONCILE)
     assert result["interrupted_dream_stages"] == 1

@@ -98,16 +98,19 @@ def test_attention_hits_are_logged_once_for_the_agents_own_narratives(
     # A redelivered task (same retrieval time) adds nothing.
     at = "2026-05-08T12:00:00Z"
     for _ in range(2):
-        celery_app.send_task(str(TaskName.LOG_ATTENTION),
-                             kwargs={"agent_id": "alice", "hits": [[mine, 0.5]], "source": "t1", "at": at}).get(timeout=15)
+        celery_app.send_task(
+            str(TaskName.LOG_ATTENTION), kwargs={"agent_id": "alice", "hits": [[mine, 0.5]], "source": "t1", "at": at}
+        ).get(timeout=15)
     assert sorted(logged()) == [("alice", mine), ("alice", mine)]
 
 
 def test_a_session_import_is_stored_once_and_embedded(
     database: Database, celery_worker: Any, celery_app: Any, wait_until: Any
 ) -> None:
-    turns = [{"role": "user", "content": "Where did we leave the map?", "session_id": "s1"},
-             {"role": "assistant", "content": "In the glovebox, under the manual.", "session_id": "s1"}]
+    turns = [
+        {"role": "user", "content": "Where did we leave the map?", "session_id": "s1"},
+        {"role": "assistant", "content": "In the glovebox, under the manual.", "session_id": "s1"},
+    ]
     kwargs = {"agent_id": "alice", "turns": turns, "import_id": "session-file-1"}
     first = celery_app.send_task(str(TaskName.IMPORT_TURNS), kwargs=kwargs).get(timeout=15)
     again = celery_app.send_task(str(TaskName.IMPORT_TURNS), kwargs=kwargs).get(timeout=15)
@@ -135,7 +138,11 @@ def test_an_import_with_one_bad_turn_stores_nothing_and_shows_up_in_the_last_tas
 
 
 def test_an_embedder_outage_is_retried_not_dropped_and_the_retry_is_recorded(
-    make_settings: Any, database: Database, celery_app: Any, celery_worker: Any, celery_dispatcher: Any,
+    make_settings: Any,
+    database: Database,
+    celery_app: Any,
+    celery_worker: Any,
+    celery_dispatcher: Any,
     wait_until: Any,
 ) -> None:
     from workers.resources import resources_of

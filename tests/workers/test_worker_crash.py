@@ -45,7 +45,7 @@ class SlowEmbeddings(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: SlowEmbeddings
 
-    def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+    def do_POST(self) -> None:
         texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
         self.server.requests += 1
         if self.server.requests >= 2:
@@ -76,15 +76,23 @@ def embeddings() -> Iterator[SlowEmbeddings]:
 def start_worker(settings: Settings, embedding_url: str, log: Path) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "TIDELINE_HOME": str(settings.home), "TIDELINE_REDIS_URL": settings.resolved_redis_url,
+        "TIDELINE_HOME": str(settings.home),
+        "TIDELINE_REDIS_URL": settings.resolved_redis_url,
         "TIDELINE_DATABASE_URL": settings.resolved_database_url,
-        "TIDELINE_EMBEDDER": "http", "TIDELINE_EMBEDDING_URL": embedding_url, "TIDELINE_EMBED_BATCH_SIZE": "2",
-        "TIDELINE_VISIBILITY_TIMEOUT": "8", "TIDELINE_RECONCILE_GRACE_SECONDS": "3600", "TIDELINE_LOG_LEVEL": "INFO",
+        "TIDELINE_EMBEDDER": "http",
+        "TIDELINE_EMBEDDING_URL": embedding_url,
+        "TIDELINE_EMBED_BATCH_SIZE": "2",
+        "TIDELINE_VISIBILITY_TIMEOUT": "8",
+        "TIDELINE_RECONCILE_GRACE_SECONDS": "3600",
+        "TIDELINE_LOG_LEVEL": "INFO",
     }
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tideline_cli", "worker", "ingest", "--concurrency", "1"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -100,8 +108,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
-    settings: Settings, database: Database, embeddings: SlowEmbeddings, celery_dispatcher: Any,
-    tmp_path: Path, wait_until: Any,
+    settings: Settings,
+    database: Database,
+    embeddings: SlowEmbeddings,
+    celery_dispatcher: Any,
+    tmp_path: Path,
+    wait_until: Any,
 ) -> None:
     with database.write() as conn:
         ids = [insert_narrative(conn, "alice", NarrativeIn(gesture=f"memory number {i}")).id for i in range(10)]
@@ -124,13 +136,16 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
     second = start_worker(settings, embeddings.url, log)
     try:
         # No reconcile and no new enqueue: the unacked task itself comes back after the visibility timeout.
-        wait_until(lambda: states() == {"done": 10}, timeout=45,
-                   message=f"all rows embedded by the second worker (log: {log})")
+        wait_until(
+            lambda: states() == {"done": 10}, timeout=45, message=f"all rows embedded by the second worker (log: {log})"
+        )
     finally:
         stop(second)
     with database.read() as conn:
-        per_row = dict(conn.execute(
-            select(Embedding.row_id, func.count()).where(Embedding.kind == "narrative").group_by(Embedding.row_id)
-        ).all())
-    assert per_row == {i: 1 for i in ids}
+        per_row = dict(
+            conn.execute(
+                select(Embedding.row_id, func.count()).where(Embedding.kind == "narrative").group_by(Embedding.row_id)
+            ).all()
+        )
+    assert per_row == dict.fromkeys(ids, 1)
     assert str(TaskName.EMBED_PENDING) in log.read_text()

@@ -1,1 +1,1 @@
-"""Retrieval evaluation on real conversation-memory benchmarks (LoCoMo, MADial) through the real write and search paths."""
+"""Retrieval evaluation on real benchmarks (LoCoMo, MADial) through the real write and search paths."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ _SESSION = re.compile(r"^session_(\d+)$")
 
 def parse_session_time(text: str) -> datetime:
     """'1:56 pm on 8 May, 2023' → aware UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -74,11 +74,14 @@ def parse_sample(sample: dict[str, Any], index: int) -> Conversation:
             start = parse_session_time(stamp_text)
         except ValueError:
             raise InvalidInput(
-                f"sample {index} session_{number}_date_time", f"must look like '1:56 pm on 8 May, 2023', got {stamp_text!r}"
+                f"sample {index} session_{number}_date_time",
+                f"must look like '1:56 pm on 8 May, 2023', got {stamp_text!r}",
             ) from None
         for offset, turn in enumerate(conversation[f"session_{number}"]):
             # Turns of one session share its stamp; a second apart keeps their order in time.
-            turns.append(Turn(str(turn["dia_id"]), str(turn["speaker"]), turn_text(turn), start + timedelta(seconds=offset)))
+            turns.append(
+                Turn(str(turn["dia_id"]), str(turn["speaker"]), turn_text(turn), start + timedelta(seconds=offset))
+            )
     known = {t.dia_id for t in turns}
     questions = []
     for item in qa:

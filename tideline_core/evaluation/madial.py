@@ -49,8 +49,16 @@ def load_memories(directory: Path) -> list[Memory]:
     memories = []
     for row in _json_lines(directory / MEMORY_FILE):
         for key, item in row.items():
-            memories.append(Memory(str(item.get("id", key)), str(item["user-id"]), str(item.get("time", "")),
-                                   str(item.get("scene", "")), str(item.get("emotion", "")), str(item["event"])))
+            memories.append(
+                Memory(
+                    str(item.get("id", key)),
+                    str(item["user-id"]),
+                    str(item.get("time", "")),
+                    str(item.get("scene", "")),
+                    str(item.get("emotion", "")),
+                    str(item["event"]),
+                )
+            )
     return memories
 
 
@@ -75,8 +83,14 @@ def load_dialogues(directory: Path) -> list[Dialogue]:
     dialogues: list[Dialogue] = []
     for row in _json_lines(directory / DIALOGUE_FILE):
         turn = int(row["test-turn"][0])
-        dialogues.append(Dialogue(str(row.get("id", len(dialogues))), str(row["user-id"]),
-                                  dialogue_query(row["dialogue"], turn), tuple(str(r) for r in row["relevant-id"])))
+        dialogues.append(
+            Dialogue(
+                str(row.get("id", len(dialogues))),
+                str(row["user-id"]),
+                dialogue_query(row["dialogue"], turn),
+                tuple(str(r) for r in row["relevant-id"]),
+            )
+        )
     return dialogues
 
 

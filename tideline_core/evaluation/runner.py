@@ -6,13 +6,21 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tideline_core.embedders import Embedder
 from tideline_core.evaluation import locomo, madial
 from tideline_core.evaluation.metrics import dedupe, mean, percentile, recall_at
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, MAX_QUERY, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
+from tideline_core.inputs import (
+    MAX_CONVERSATION,
+    MAX_LINE,
+    MAX_QUERY,
+    ContextTurnIn,
+    ConversationLine,
+    NarrativeIn,
+    SearchIn,
+)
 from tideline_core.search.lexical import KeywordIndex
 from tideline_core.search.service import SearchService
 from tideline_core.search.vectors import VectorIndex
@@ -88,10 +96,15 @@ class _Clock:
 
     def latency_ms(self) -> dict[str, float]:
         """p50/p95 of the whole query; also of the query embedding and of the rest (the engine's own work)."""
-        rest = [t - m for t, m in zip(self.total, self.model)]
-        return {"p50": percentile(self.total, 50), "p95": percentile(self.total, 95),
-                "embed_p50": percentile(self.model, 50), "embed_p95": percentile(self.model, 95),
-                "rest_p50": percentile(rest, 50), "rest_p95": percentile(rest, 95)}
+        rest = [t - m for t, m in zip(self.total, self.model, strict=True)]
+        return {
+            "p50": percentile(self.total, 50),
+            "p95": percentile(self.total, 95),
+            "embed_p50": percentile(self.model, 50),
+            "embed_p95": percentile(self.model, 95),
+            "rest_p50": percentile(rest, 50),
+            "rest_p95": percentile(rest, 95),
+        }
 
 
 def _query(text: str) -> str:
@@ -113,13 +126,19 @@ def run_locomo(
     loaded = 0
     for conv in conversations:
         turns = [
-            ContextTurnIn(role="user", speaker=t.speaker, content=t.text, session_id=f"{conv.sample_id}:{locomo.session_of(t.dia_id)}",
-                          metadata={"dia_id": t.dia_id}, created_at=t.at)
+            ContextTurnIn(
+                role="user",
+                speaker=t.speaker,
+                content=t.text,
+                session_id=f"{conv.sample_id}:{locomo.session_of(t.dia_id)}",
+                metadata={"dia_id": t.dia_id},
+                created_at=t.at,
+            )
             for t in conv.turns
         ]
         with db.write() as conn:
             ids = insert_turns(conn, conv.sample_id, turns)
-        dia_of.update({(conv.sample_id, i): t.dia_id for i, t in zip(ids, conv.turns)})
+        dia_of.update({(conv.sample_id, i): t.dia_id for i, t in zip(ids, conv.turns, strict=True)})
         loaded += len(turns)
         progress("loading", loaded, total_turns)
     embed_all(db, embedder, progress)
@@ -134,8 +153,11 @@ def run_locomo(
         clock = _Clock()
         questions = [(conv, q) for conv in conversations for q in conv.questions]
         for number, (conv, question) in enumerate(questions, 1):
-            ids = clock.timed_search(service, conv.sample_id, SearchIn(query=_query(question.question), limit=depth,
-                                                                       kinds="context", mode=mode))  # type: ignore[arg-type]
+            ids = clock.timed_search(
+                service,
+                conv.sample_id,
+                SearchIn(query=_query(question.question), limit=depth, kinds="context", mode=mode),  # type: ignore[arg-type]
+            )
             ranked = [dia_of[(conv.sample_id, i)] for i in ids]
             ranked_sessions = dedupe([locomo.session_of(d) for d in ranked])
             gold_sessions = [locomo.session_of(d) for d in question.evidence]
@@ -159,7 +181,7 @@ def run_locomo(
 
 def _memory_time(text: str) -> datetime | None:
     try:
-        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
         return None
 
@@ -170,8 +192,9 @@ def conversation_of(dialogue: madial.Dialogue) -> list[ConversationLine]:
     for raw in dialogue.query_lines[-MAX_CONVERSATION:]:
         speaker, text = madial.parse_line(raw)
         if text:
-            lines.append(ConversationLine(speaker=speaker[:128], text=text[:MAX_LINE],
-                                          is_self=speaker == madial.SELF_SPEAKER))
+            lines.append(
+                ConversationLine(speaker=speaker[:128], text=text[:MAX_LINE], is_self=speaker == madial.SELF_SPEAKER)
+            )
     return lines
 
 
@@ -195,8 +218,13 @@ def run_madial(
         when = _memory_time(memory.time)
         # A date is when the event happened (occurred_at), not a description of the moment; only a
         # time that is not a date is kept as text.
-        data = NarrativeIn(gesture=memory.event, context=memory.scene, moment="" if when else memory.time,
-                           tags=[t for t in (memory.emotion,) if t], occurred_at=when)
+        data = NarrativeIn(
+            gesture=memory.event,
+            context=memory.scene,
+            moment="" if when else memory.time,
+            tags=[t for t in (memory.emotion,) if t],
+            occurred_at=when,
+        )
         with db.write() as conn:
             written = insert_narrative(conn, agent, data)
         memory_of[(agent, written.id)] = memory.id
@@ -212,21 +240,26 @@ def run_madial(
         for number, dialogue in enumerate(dialogues, 1):
             agent = agent_of_user(dialogue.user)
             # The dialogue goes in as a conversation, as an agent would pass its recent turns.
-            params = SearchIn(conversation=conversation_of(dialogue), limit=depth, kinds="narratives",
-                              mode=mode)  # type: ignore[arg-type]
+            params = SearchIn(conversation=conversation_of(dialogue), limit=depth, kinds="narratives", mode=mode)  # type: ignore[arg-type]
             ids = clock.timed_search(service, agent, params)
             ranked = [memory_of[(agent, i)] for i in ids]
             for k in ks:
                 recalls[k].append(recall_at(ranked, dialogue.relevant, k))
             if number % 20 == 0 or number == len(dialogues):
                 progress(f"asking ({mode})", number, len(dialogues))
-        results[mode] = ModeResult(mode=mode, questions=len(clock.total),
-                                   recall={k: mean(v) for k, v in recalls.items()}, latency_ms=clock.latency_ms())
+        results[mode] = ModeResult(
+            mode=mode,
+            questions=len(clock.total),
+            recall={k: mean(v) for k, v in recalls.items()},
+            latency_ms=clock.latency_ms(),
+        )
     return results
 
 
 def published_recall(
-    published: dict[str, dict[str, tuple[list[str], list[str]]]], dialogues: Sequence[madial.Dialogue], ks: Sequence[int]
+    published: dict[str, dict[str, tuple[list[str], list[str]]]],
+    dialogues: Sequence[madial.Dialogue],
+    ks: Sequence[int],
 ) -> dict[str, dict[int, float]]:
     """The benchmark authors' own top-20 runs scored the same way, over the same dialogues."""
     wanted = {d.id for d in dialogues}

@@ -39,8 +39,10 @@ def windows(text_index: int, content: Sequence[int], bos: int, eos: int, max_pos
     size = max_positions - 2
     if not content:
         return [Segment(text_index, (bos, eos), 1)]
-    return [Segment(text_index, (bos, *content[at:at + size], eos), len(content[at:at + size]))
-            for at in range(0, len(content), size)]
+    return [
+        Segment(text_index, (bos, *content[at : at + size], eos), len(content[at : at + size]))
+        for at in range(0, len(content), size)
+    ]
 
 
 def pack(lengths: Sequence[int], capacity: int = ROW_TOKENS) -> list[Row]:
@@ -56,14 +58,14 @@ def pack(lengths: Sequence[int], capacity: int = ROW_TOKENS) -> list[Row]:
         else:
             rows.append([index])
             used.append(lengths[index])
-    return [Row(tuple(members), total) for members, total in zip(rows, used)]
+    return [Row(tuple(members), total) for members, total in zip(rows, used, strict=True)]
 
 
 def pool(per_segment: np.ndarray, segments: Sequence[Segment], n_texts: int) -> np.ndarray:
     """Each text's vector: its windows' means weighted by their content length, then L2-normalized."""
     out = np.zeros((n_texts, per_segment.shape[1]), dtype=np.float64)
     weight = np.zeros(n_texts, dtype=np.float64)
-    for vector, segment in zip(per_segment, segments):
+    for vector, segment in zip(per_segment, segments, strict=True):
         out[segment.text] += segment.weight * vector
         weight[segment.text] += segment.weight
     out /= np.maximum(weight, 1)[:, None]
@@ -82,12 +84,13 @@ class E5Engine:
         shape = self.weights.shape
         self.dim = shape.hidden
         self._positions = self.weights.tensor("emb.pos").reshape(shape.max_positions, shape.hidden)
-        self._token_type = self.weights.tensor("emb.type")[:shape.hidden]
+        self._token_type = self.weights.tensor("emb.type")[: shape.hidden]
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
-            str(cached_encoder(self.weights, cache_dir)), options, providers=["CPUExecutionProvider"])
+            str(cached_encoder(self.weights, cache_dir)), options, providers=["CPUExecutionProvider"]
+        )
 
     def _content(self, text: str, query: bool) -> list[int]:
         """Token ids of `text` behind e5's role prefix, without the <s>/</s> markers."""
@@ -100,13 +103,15 @@ class E5Engine:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vocabulary, shape = self.weights.vocabulary, self.weights.shape
-        segments = [s for i, text in enumerate(texts)
-                    for s in windows(i, self._content(text, query), vocabulary.bos, vocabulary.eos,
-                                     shape.max_positions)]
+        segments = [
+            s
+            for i, text in enumerate(texts)
+            for s in windows(i, self._content(text, query), vocabulary.bos, vocabulary.eos, shape.max_positions)
+        ]
         rows = pack([len(s.ids) for s in segments])
         per_segment = np.zeros((len(segments), self.dim), dtype=np.float32)
         for start in range(0, len(rows), ROWS_PER_RUN):
-            self._run(rows[start:start + ROWS_PER_RUN], segments, per_segment)
+            self._run(rows[start : start + ROWS_PER_RUN], segments, per_segment)
         return pool(per_segment, segments, len(texts))
 
     def _run(self, rows: Sequence[Row], segments: Sequence[Segment], per_segment: np.ndarray) -> None:
@@ -119,7 +124,7 @@ class E5Engine:
             for index in row.segments:
                 ids = np.asarray(segments[index].ids)
                 end = at + len(ids)
-                embeddings[r, at:end] = self.weights.word_rows(ids) + self._positions[:len(ids)] + self._token_type
+                embeddings[r, at:end] = self.weights.word_rows(ids) + self._positions[: len(ids)] + self._token_type
                 bias[r, 0, at:end, at:end] = 0.0
                 spans.append((index, r, at, end))
                 at = end

@@ -86,8 +86,12 @@ def _save_float_graph(weights: E5Weights, path: Path) -> None:
         return const(name, np.array(value, dtype=np.float32))
 
     def norm(x: str, prefix: str) -> str:
-        return op("LayerNormalization", [x, const(f"{prefix}.w", tensors[f"{prefix}.w"]),
-                                         const(f"{prefix}.b", tensors[f"{prefix}.b"])], epsilon=shape.eps, axis=-1)
+        return op(
+            "LayerNormalization",
+            [x, const(f"{prefix}.w", tensors[f"{prefix}.w"]), const(f"{prefix}.b", tensors[f"{prefix}.b"])],
+            epsilon=shape.eps,
+            axis=-1,
+        )
 
     def linear(x: str, prefix: str) -> str:
         y = op("MatMul", [x, const(f"{prefix}.wT", np.ascontiguousarray(tensors[f"{prefix}.w"].T))])
@@ -96,8 +100,12 @@ def _save_float_graph(weights: E5Weights, path: Path) -> None:
     head_dim = shape.hidden // shape.heads
     split = const("split_heads", np.array([0, 0, shape.heads, head_dim], dtype=np.int64))
     merge = const("merge_heads", np.array([0, 0, shape.hidden], dtype=np.int64))
-    scale, sqrt2, one, half = (scalar("scale", 1 / np.sqrt(head_dim)), scalar("sqrt2", np.sqrt(2.0)),
-                               scalar("one", 1.0), scalar("half", 0.5))
+    scale, sqrt2, one, half = (
+        scalar("scale", 1 / np.sqrt(head_dim)),
+        scalar("sqrt2", np.sqrt(2.0)),
+        scalar("one", 1.0),
+        scalar("half", 0.5),
+    )
     x = norm("embeddings", "eln")
     for layer in range(shape.layers):
         p = f"l{layer}"
@@ -113,9 +121,12 @@ def _save_float_graph(weights: E5Weights, path: Path) -> None:
         x = norm(op("Add", [x, linear(gelu, f"{p}.fo")]), f"{p}.{LAYER_NORMS[1]}")
     nodes.append(helper.make_node("Identity", [x], ["hidden"]))
     graph = helper.make_graph(
-        nodes, "e5_encoder",
-        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["rows", "length", shape.hidden]),
-         helper.make_tensor_value_info("attention_bias", TensorProto.FLOAT, ["rows", 1, "length", "length"])],
+        nodes,
+        "e5_encoder",
+        [
+            helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["rows", "length", shape.hidden]),
+            helper.make_tensor_value_info("attention_bias", TensorProto.FLOAT, ["rows", 1, "length", "length"]),
+        ],
         [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["rows", "length", shape.hidden])],
         initializers,
     )

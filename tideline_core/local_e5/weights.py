@@ -85,8 +85,8 @@ class E5Weights:
         """Changes when the weights file does (size and a hash of its head and tail)."""
         digest = hashlib.sha256()
         digest.update(str(self._data.size).encode())
-        digest.update(bytes(self._data[:1 << 16]))
-        digest.update(bytes(self._data[-(1 << 16):]))
+        digest.update(bytes(self._data[: 1 << 16]))
+        digest.update(bytes(self._data[-(1 << 16) :]))
         return digest.hexdigest()[:16]
 
     def tensor(self, name: str) -> np.ndarray:
@@ -99,7 +99,7 @@ class E5Weights:
 
     def word_rows(self, ids: np.ndarray) -> np.ndarray:
         """Word embeddings of `ids` (n, hidden), dequantizing only those rows of the 250k-row table."""
-        _, count, offset, nbytes = self._tensors["emb.word"]
+        _, _count, offset, nbytes = self._tensors["emb.word"]
         per_row = self.shape.hidden // BLOCK
         table = np.frombuffer(self._data, np.uint8, nbytes, offset).reshape(self.shape.vocab, per_row, BLOCK_BYTES)
         return dequantize(table[ids])
@@ -127,7 +127,7 @@ def _vocabulary(buf: Any, off: int) -> tuple[Vocabulary, int]:
     off += (n_pieces + 1) * 4
     scores = tuple(np.frombuffer(buf, np.float32, n_pieces, off).tolist())
     off += n_pieces * 4
-    blob = bytes(buf[off:off + blob_len])
+    blob = bytes(buf[off : off + blob_len])
     off += blob_len
     pieces: dict[str, int] = {}
     for i in range(n_pieces):
@@ -152,7 +152,7 @@ def _directory(buf: Any, off: int) -> dict[str, tuple[bool, int, int, int]]:
     tensors = {}
     for _ in range(count):
         (name_len,) = struct.unpack_from("<H", buf, off)
-        name = bytes(buf[off + 2:off + 2 + name_len]).decode()
+        name = bytes(buf[off + 2 : off + 2 + name_len]).decode()
         off += 2 + name_len
         dtype = buf[off]
         n, offset, nbytes = struct.unpack_from("<IQQ", buf, off + 1)

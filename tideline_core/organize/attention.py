@@ -19,8 +19,9 @@ def attention_heatmap(db: Database, agent_id: str, days: int = 7) -> Heatmap:
         hits = [
             Hit(r.narrative_id, r.similarity, r.source, r.created_at)
             for r in conn.execute(
-                select(AttentionHit.narrative_id, AttentionHit.similarity, AttentionHit.source, AttentionHit.created_at)
-                .where(AttentionHit.agent_id == agent_id, AttentionHit.created_at >= since)
+                select(
+                    AttentionHit.narrative_id, AttentionHit.similarity, AttentionHit.source, AttentionHit.created_at
+                ).where(AttentionHit.agent_id == agent_id, AttentionHit.created_at >= since)
             )
         ]
         topics, soft = memberships(conn, agent_id)

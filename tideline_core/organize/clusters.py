@@ -33,7 +33,8 @@ class RebuildReport:
 def _narrative_texts(conn: Connection, agent_id: str) -> list[tuple[int, str]]:
     rows = conn.execute(
         select(Narrative.id, Narrative.gesture, Narrative.context, Narrative.cognition_direction)
-        .where(Narrative.agent_id == agent_id).order_by(Narrative.id)
+        .where(Narrative.agent_id == agent_id)
+        .order_by(Narrative.id)
     ).all()
     return [(r.id, "\n".join(p for p in (r.gesture, r.context, r.cognition_direction) if p)) for r in rows]
 
@@ -49,12 +50,16 @@ def rebuild_topics(db: Database, agent_id: str, *, merge: bool = False) -> Rebui
         conn.execute(delete(TopicCluster).where(TopicCluster.agent_id == agent_id))
         for cluster in clusters:
             cluster_id = conn.execute(
-                insert(TopicCluster).values(agent_id=agent_id, keyword=cluster.keyword, label=cluster.label,
-                                            size=cluster.size, built_at=now).returning(TopicCluster.id)
+                insert(TopicCluster)
+                .values(
+                    agent_id=agent_id, keyword=cluster.keyword, label=cluster.label, size=cluster.size, built_at=now
+                )
+                .returning(TopicCluster.id)
             ).scalar_one()
-            conn.execute(insert(TopicClusterMember), [
-                {"cluster_id": cluster_id, "narrative_id": n, "agent_id": agent_id} for n in cluster.narrative_ids
-            ])
+            conn.execute(
+                insert(TopicClusterMember),
+                [{"cluster_id": cluster_id, "narrative_id": n, "agent_id": agent_id} for n in cluster.narrative_ids],
+            )
     return RebuildReport(clusters=len(clusters), narratives=len(texts))
 
 
@@ -81,19 +86,39 @@ def rebuild_soft_clusters(db: Database, agent_id: str, model: str) -> RebuildRep
         id_of: dict[int, int] = {}
         for label in range(result.k):
             id_of[label] = conn.execute(
-                insert(EmbeddingCluster).values(agent_id=agent_id, label=label, name=result.names[label],
-                                                size=result.sizes[label], model=model,
-                                                centroid=to_blob(result.centroids[label]), built_at=now)
+                insert(EmbeddingCluster)
+                .values(
+                    agent_id=agent_id,
+                    label=label,
+                    name=result.names[label],
+                    size=result.sizes[label],
+                    model=model,
+                    centroid=to_blob(result.centroids[label]),
+                    built_at=now,
+                )
                 .returning(EmbeddingCluster.id)
             ).scalar_one()
-        conn.execute(insert(EmbeddingClusterMember), [
-            {"cluster_id": id_of[m.cluster], "narrative_id": m.narrative_id, "agent_id": agent_id, "rank": m.rank,
-             "distance": m.distance} for m in result.memberships
-        ])
+        conn.execute(
+            insert(EmbeddingClusterMember),
+            [
+                {
+                    "cluster_id": id_of[m.cluster],
+                    "narrative_id": m.narrative_id,
+                    "agent_id": agent_id,
+                    "rank": m.rank,
+                    "distance": m.distance,
+                }
+                for m in result.memberships
+            ],
+        )
         if result.adjacency:
-            conn.execute(insert(EmbeddingClusterAdjacency), [
-                {"agent_id": agent_id, "cluster_a": p.a, "cluster_b": p.b, "shared": p.shared} for p in result.adjacency
-            ])
+            conn.execute(
+                insert(EmbeddingClusterAdjacency),
+                [
+                    {"agent_id": agent_id, "cluster_a": p.a, "cluster_b": p.b, "shared": p.shared}
+                    for p in result.adjacency
+                ],
+            )
     return RebuildReport(clusters=result.k, narratives=len(ids))
 
 
@@ -110,7 +135,8 @@ def read_topics(conn: Connection, agent_id: str, *, limit: int = 25, sample: int
     clusters = conn.execute(
         select(TopicCluster.id, TopicCluster.keyword, TopicCluster.label, TopicCluster.size)
         .where(TopicCluster.agent_id == agent_id)
-        .order_by(TopicCluster.size.desc(), TopicCluster.keyword).limit(limit)
+        .order_by(TopicCluster.size.desc(), TopicCluster.keyword)
+        .limit(limit)
     ).all()
     members: dict[int, list[int]] = defaultdict(list)
     if clusters:
@@ -139,8 +165,9 @@ class SoftClusterDetail:
 
 def _adjacency(conn: Connection, agent_id: str) -> list[ClusterPair]:
     rows = conn.execute(
-        select(EmbeddingClusterAdjacency.cluster_a, EmbeddingClusterAdjacency.cluster_b, EmbeddingClusterAdjacency.shared)
-        .where(EmbeddingClusterAdjacency.agent_id == agent_id)
+        select(
+            EmbeddingClusterAdjacency.cluster_a, EmbeddingClusterAdjacency.cluster_b, EmbeddingClusterAdjacency.shared
+        ).where(EmbeddingClusterAdjacency.agent_id == agent_id)
     ).all()
     return [ClusterPair(r.cluster_a, r.cluster_b, r.shared) for r in rows]
 
@@ -157,22 +184,25 @@ def read_soft_clusters(conn: Connection, agent_id: str) -> list[SoftClusterSumma
     neighbours = _neighbours(_adjacency(conn, agent_id))
     rows = conn.execute(
         select(EmbeddingCluster.label, EmbeddingCluster.name, EmbeddingCluster.size)
-        .where(EmbeddingCluster.agent_id == agent_id).order_by(EmbeddingCluster.size.desc(), EmbeddingCluster.label)
+        .where(EmbeddingCluster.agent_id == agent_id)
+        .order_by(EmbeddingCluster.size.desc(), EmbeddingCluster.label)
     ).all()
     return [SoftClusterSummary(r.label, r.name, r.size, tuple(neighbours.get(r.label, ()))) for r in rows]
 
 
 def read_soft_cluster(conn: Connection, agent_id: str, label: int, *, limit: int = 50) -> SoftClusterDetail:
     row = conn.execute(
-        select(EmbeddingCluster.id, EmbeddingCluster.name, EmbeddingCluster.size)
-        .where(EmbeddingCluster.agent_id == agent_id, EmbeddingCluster.label == label)
+        select(EmbeddingCluster.id, EmbeddingCluster.name, EmbeddingCluster.size).where(
+            EmbeddingCluster.agent_id == agent_id, EmbeddingCluster.label == label
+        )
     ).one_or_none()
     if row is None:
         raise NotFound(f"soft cluster {label} does not exist for this agent (run a recluster first?)")
     members = conn.execute(
         select(EmbeddingClusterMember.narrative_id, EmbeddingClusterMember.rank, EmbeddingClusterMember.distance)
         .where(EmbeddingClusterMember.cluster_id == row.id)
-        .order_by(EmbeddingClusterMember.distance, EmbeddingClusterMember.narrative_id).limit(limit)
+        .order_by(EmbeddingClusterMember.distance, EmbeddingClusterMember.narrative_id)
+        .limit(limit)
     ).all()
     neighbours = _neighbours(_adjacency(conn, agent_id))
     return SoftClusterDetail(
@@ -185,7 +215,8 @@ def route_query(conn: Connection, agent_id: str, query: np.ndarray, model: str, 
     """The query's top clusters and their neighbours, or None when the agent has no clusters of `model`."""
     rows = conn.execute(
         select(EmbeddingCluster.label, EmbeddingCluster.centroid)
-        .where(EmbeddingCluster.agent_id == agent_id, EmbeddingCluster.model == model).order_by(EmbeddingCluster.label)
+        .where(EmbeddingCluster.agent_id == agent_id, EmbeddingCluster.model == model)
+        .order_by(EmbeddingCluster.label)
     ).all()
     if not rows:
         return None

@@ -27,20 +27,36 @@ def scan_agent(db: Database, agent_id: str) -> ScanReport:
         narratives = [
             NarrativeRow(r.id, r.gesture, r.created_at, r.linked, r.embedding_state)
             for r in conn.execute(
-                select(Narrative.id, Narrative.gesture, Narrative.created_at, Narrative.embedding_state,
-                       Narrative.id.in_(linked).label("linked"))
-                .where(Narrative.agent_id == agent_id,
-                       or_(Narrative.id.not_in(linked), Narrative.embedding_state == "pending"))
+                select(
+                    Narrative.id,
+                    Narrative.gesture,
+                    Narrative.created_at,
+                    Narrative.embedding_state,
+                    Narrative.id.in_(linked).label("linked"),
+                )
+                .where(
+                    Narrative.agent_id == agent_id,
+                    or_(Narrative.id.not_in(linked), Narrative.embedding_state == "pending"),
+                )
                 .order_by(Narrative.id)
             )
         ]
         turns = [
             TurnRow(r.id, r.session_id, r.role, r.speaker, r.content, r.created_at, r.embedding_state)
             for r in conn.execute(
-                select(ContextTurn.id, ContextTurn.session_id, ContextTurn.role, ContextTurn.speaker, ContextTurn.content,
-                       ContextTurn.created_at, ContextTurn.embedding_state)
-                .where(ContextTurn.agent_id == agent_id,
-                       or_(ContextTurn.id > mark, ContextTurn.embedding_state == "pending"))
+                select(
+                    ContextTurn.id,
+                    ContextTurn.session_id,
+                    ContextTurn.role,
+                    ContextTurn.speaker,
+                    ContextTurn.content,
+                    ContextTurn.created_at,
+                    ContextTurn.embedding_state,
+                )
+                .where(
+                    ContextTurn.agent_id == agent_id,
+                    or_(ContextTurn.id > mark, ContextTurn.embedding_state == "pending"),
+                )
                 .order_by(ContextTurn.id)
             )
         ]
@@ -57,9 +73,12 @@ def _vectors(conn: Connection, kind: str, ids: list[int], model: str) -> dict[in
     out: dict[int, np.ndarray] = {}
     for start in range(0, len(ids), 500):
         for row_id, dim, blob in conn.execute(
-            select(Embedding.row_id, Embedding.dim, Embedding.vector)
-            .where(Embedding.kind == kind, Embedding.model == model, Embedding.view == "base",
-                   Embedding.row_id.in_(ids[start:start + 500]))
+            select(Embedding.row_id, Embedding.dim, Embedding.vector).where(
+                Embedding.kind == kind,
+                Embedding.model == model,
+                Embedding.view == "base",
+                Embedding.row_id.in_(ids[start : start + 500]),
+            )
         ):
             out[row_id] = np.frombuffer(blob, dtype=np.float32, count=dim)
     return out
@@ -68,34 +87,58 @@ def _vectors(conn: Connection, kind: str, ids: list[int], model: str) -> dict[in
 def backfill_source_links(db: Database, agent_id: str, model: str) -> BackfillReport:
     """Infer links for narratives that have none, from time window + embedding similarity; marked inferred."""
     with db.read() as conn:
-        explicit = set(conn.execute(select(NarrativeSource.narrative_id).where(
-            NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(False))).scalars())
+        explicit = set(
+            conn.execute(
+                select(NarrativeSource.narrative_id).where(
+                    NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(False)
+                )
+            ).scalars()
+        )
         inferred: dict[int, set[int]] = defaultdict(set)
-        for nid, cid in conn.execute(select(NarrativeSource.narrative_id, NarrativeSource.context_id).where(
-                NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(True))):
+        for nid, cid in conn.execute(
+            select(NarrativeSource.narrative_id, NarrativeSource.context_id).where(
+                NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(True)
+            )
+        ):
             inferred[nid].add(cid)
-        rows = conn.execute(select(Narrative.id, Narrative.occurred_at).where(
-            Narrative.agent_id == agent_id, Narrative.embedding_state == "done").order_by(Narrative.id)).all()
+        rows = conn.execute(
+            select(Narrative.id, Narrative.occurred_at)
+            .where(Narrative.agent_id == agent_id, Narrative.embedding_state == "done")
+            .order_by(Narrative.id)
+        ).all()
         candidates = [r for r in rows if r.id not in explicit]
         n_vectors = _vectors(conn, "narrative", [r.id for r in candidates], model)
         candidates = [r for r in candidates if r.id in n_vectors]
-        turns = conn.execute(select(ContextTurn.id, ContextTurn.created_at).where(
-            ContextTurn.agent_id == agent_id, ContextTurn.embedding_state == "done")
-            .order_by(ContextTurn.created_at, ContextTurn.id)).all()
+        turns = conn.execute(
+            select(ContextTurn.id, ContextTurn.created_at)
+            .where(ContextTurn.agent_id == agent_id, ContextTurn.embedding_state == "done")
+            .order_by(ContextTurn.created_at, ContextTurn.id)
+        ).all()
         t_vectors = _vectors(conn, "context", [t.id for t in turns], model)
         turns = [t for t in turns if t.id in t_vectors]
     if not candidates or not turns:
         return BackfillReport(len(candidates), 0)
     anchors = [NarrativeAnchor(r.id, r.occurred_at, False, frozenset(inferred[r.id])) for r in candidates]
     links = propose_links(
-        anchors, np.stack([n_vectors[r.id] for r in candidates]),
-        [TurnAnchor(t.id, t.created_at) for t in turns], np.stack([t_vectors[t.id] for t in turns]),
+        anchors,
+        np.stack([n_vectors[r.id] for r in candidates]),
+        [TurnAnchor(t.id, t.created_at) for t in turns],
+        np.stack([t_vectors[t.id] for t in turns]),
     )
     fresh = [link for link in links if link.context_id not in inferred[link.narrative_id]]
     if fresh:
         with db.write() as conn:
-            conn.execute(insert(NarrativeSource), [
-                {"narrative_id": link.narrative_id, "context_id": link.context_id, "agent_id": agent_id,
-                 "inferred": True, "score": link.score} for link in fresh
-            ])
+            conn.execute(
+                insert(NarrativeSource),
+                [
+                    {
+                        "narrative_id": link.narrative_id,
+                        "context_id": link.context_id,
+                        "agent_id": agent_id,
+                        "inferred": True,
+                        "score": link.score,
+                    }
+                    for link in fresh
+                ],
+            )
     return BackfillReport(len(candidates), len(fresh))

@@ -23,14 +23,27 @@ def refresh_weights(db: Database, agent_id: str) -> RefreshReport:
     """Fresh recurrence from tags, weights from the formula, anti-inflation on the newest 20. Idempotent."""
     with db.read() as conn:
         tags: dict[int, list[str]] = defaultdict(list)
-        for nid, tag in conn.execute(select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.agent_id == agent_id)):
+        for nid, tag in conn.execute(
+            select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.agent_id == agent_id)
+        ):
             tags[nid].append(tag)
         rows = conn.execute(
-            select(Narrative.id, Narrative.created_at, Narrative.importance, Narrative.emotional, Narrative.unresolved,
-                   Narrative.recurrence, Narrative.weight).where(Narrative.agent_id == agent_id)
+            select(
+                Narrative.id,
+                Narrative.created_at,
+                Narrative.importance,
+                Narrative.emotional,
+                Narrative.unresolved,
+                Narrative.recurrence,
+                Narrative.weight,
+            ).where(Narrative.agent_id == agent_id)
         ).all()
-    scored = [ScoredNarrative(r.id, r.created_at, tuple(tags[r.id]), r.importance, r.emotional, r.unresolved,
-                              r.recurrence, r.weight) for r in rows]
+    scored = [
+        ScoredNarrative(
+            r.id, r.created_at, tuple(tags[r.id]), r.importance, r.emotional, r.unresolved, r.recurrence, r.weight
+        )
+        for r in rows
+    ]
     changes = reweigh(scored)
     if changes:
         now = utcnow()

@@ -40,9 +40,7 @@ def stem(word: str) -> str:
     w = word
     if w.endswith("ies") and len(w) > 4:
         w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith(("ches", "shes", "xes", "zes")):
+    elif w.endswith(("sses", "ches", "shes", "xes", "zes")):
         w = w[:-2]
     elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
@@ -133,7 +131,7 @@ class BM25Index:
         postings: dict[str, tuple[array, array]] = {}
         for term, (slots, tfs) in self._postings.items():
             ns, nt = array("I"), array("f")
-            for s, tf in zip(slots, tfs):
+            for s, tf in zip(slots, tfs, strict=True):
                 if s in remap:
                     ns.append(remap[s])
                     nt.append(tf)

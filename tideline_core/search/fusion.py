@@ -12,10 +12,10 @@ pin down:
 Methods:
 
 - ``"minmax"`` (default): each signal mapped to [0, 1] by (s - min) / (max - min) over its own
-  candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum. A document missing from a signal gets 0
-  from it. This is score-level (convex-combination) fusion: unlike RRF it keeps *how much* a
-  document leads, so a confident keyword hit is not drowned by a dense list of near-equal
-  cosines.
+  candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum.
+  A document missing from a signal gets 0 from it. This is score-level (convex-combination)
+  fusion: unlike RRF it keeps *how much* a document leads, so a confident keyword hit is not
+  drowned by a dense list of near-equal cosines.
 - ``"rrf"``: weighted reciprocal-rank fusion, weight / (rrf_k + rank), rank 1-based, tied scores
   share the best rank.
 
@@ -26,7 +26,6 @@ Each hit carries its per-signal contributions (what was added to its fused score
 from __future__ import annotations
 
 import heapq
-
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +67,7 @@ def _normalize(
         hi = max(scores.values())
         span = hi - lo
         if span <= 0.0:
-            return {d: 1.0 for d in scores}
+            return dict.fromkeys(scores, 1.0)
         return {d: (s - lo) / span for d, s in scores.items()}
     if method == "rrf":
         # competition ranking: tied scores share the best rank, so ties never depend on input order

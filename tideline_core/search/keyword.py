@@ -15,8 +15,10 @@ from tideline_core.text import escape_like, fts_any
 from tideline_core.timeutil import as_utc
 
 TABLES = {"narrative": "narratives_fts", "context": "context_fts"}
-BASE = {"narrative": ("narratives", "gesture || ' ' || context || ' ' || moment || ' ' || cognition_direction"),
-        "context": ("context_turns", "speaker || ' ' || content")}
+BASE = {
+    "narrative": ("narratives", "gesture || ' ' || context || ' ' || moment || ' ' || cognition_direction"),
+    "context": ("context_turns", "speaker || ' ' || content"),
+}
 TIME = {"narrative": "occurred_at", "context": "created_at"}
 
 
@@ -47,7 +49,9 @@ def bind_time(value: datetime) -> str:
     return as_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def _time_clause(kind: str, since: datetime | None, until: datetime | None, alias: str) -> tuple[str, dict[str, object]]:
+def _time_clause(
+    kind: str, since: datetime | None, until: datetime | None, alias: str
+) -> tuple[str, dict[str, object]]:
     clauses: list[str] = []
     params: dict[str, object] = {}
     if since is not None:

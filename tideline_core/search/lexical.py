@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import cast
 
 from sqlalchemy import select
@@ -118,10 +118,17 @@ class KeywordIndex:
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
             rows = conn.execute(
-                select(ContextTurn.id, ContextTurn.session_id, ContextTurn.speaker, ContextTurn.content,
-                       ContextTurn.created_at)
-                .where(ids_after(ContextTurn.id, shard.mark.last_id, shard.mark.pending()),
-                       ContextTurn.agent_id == agent_id)
+                select(
+                    ContextTurn.id,
+                    ContextTurn.session_id,
+                    ContextTurn.speaker,
+                    ContextTurn.content,
+                    ContextTurn.created_at,
+                )
+                .where(
+                    ids_after(ContextTurn.id, shard.mark.last_id, shard.mark.pending()),
+                    ContextTurn.agent_id == agent_id,
+                )
                 .order_by(ContextTurn.id)
             ).all()
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.mark, (int(r.id) for r in rows))
@@ -132,9 +139,18 @@ class KeywordIndex:
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
             rows = conn.execute(
-                select(Narrative.id, Narrative.gesture, Narrative.context, Narrative.moment,
-                       Narrative.cognition_direction, Narrative.entities_role, Narrative.occurred_at)
-                .where(ids_after(Narrative.id, shard.mark.last_id, shard.mark.pending()), Narrative.agent_id == agent_id)
+                select(
+                    Narrative.id,
+                    Narrative.gesture,
+                    Narrative.context,
+                    Narrative.moment,
+                    Narrative.cognition_direction,
+                    Narrative.entities_role,
+                    Narrative.occurred_at,
+                )
+                .where(
+                    ids_after(Narrative.id, shard.mark.last_id, shard.mark.pending()), Narrative.agent_id == agent_id
+                )
                 .order_by(Narrative.id)
             ).all()
             ids = [int(r.id) for r in rows]
@@ -147,8 +163,16 @@ class KeywordIndex:
                     tags.setdefault(int(narrative_id), []).append(tag)
         for r in rows:
             text = " ".join(
-                p for p in (r.gesture, r.context, r.moment, r.cognition_direction, " ".join(tags.get(r.id, [])),
-                            r.entities_role) if p
+                p
+                for p in (
+                    r.gesture,
+                    r.context,
+                    r.moment,
+                    r.cognition_direction,
+                    " ".join(tags.get(r.id, [])),
+                    r.entities_role,
+                )
+                if p
             )
             shard.kw.add(int(r.id), analyze(text))
             shard.times[int(r.id)] = _stamp(r.occurred_at)
@@ -199,7 +223,7 @@ class KeywordIndex:
         """When each row happened (a turn's time, a memory's occurred_at)."""
         shard = self.refresh(agent_id, kind, version)
         with shard.lock:
-            return {i: datetime.fromtimestamp(shard.times[i], timezone.utc) for i in ids if i in shard.times}
+            return {i: datetime.fromtimestamp(shard.times[i], UTC) for i in ids if i in shard.times}
 
     def speakers_of(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
         shard = self._shard(agent_id, "context")

@@ -132,7 +132,7 @@ class SearchService:
                 return None, f"semantic search unavailable ({exc}); results are keyword-only", took
             took = (time.perf_counter() - started) * 1000
             with self._recent_lock:
-                for text, row in zip(fresh, rows):
+                for text, row in zip(fresh, rows, strict=True):
                     known[text] = self._recent_queries[text] = row
                 while len(self._recent_queries) > QUERY_CACHE_SIZE:
                     self._recent_queries.popitem(last=False)
@@ -174,14 +174,19 @@ class SearchService:
                 for view, name in (("base", "dense"), ("ctx", "ctx")):
                     if name == "ctx" and kind != "context":
                         continue
-                    found = self.index.search(agent_id, kind, vector, dense_depth, params.since, params.until, view,
-                                              version)
+                    found = self.index.search(
+                        agent_id, kind, vector, dense_depth, params.since, params.until, view, version
+                    )
                     signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
                     if kind != "context":  # see _keyword_signals: a memory is its own context
                         signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
         now = utcnow()
-        windows = [w for text in (params.query, *(x.text for x in lines[-TIME_LINES:])) if text
-                   for w in mentioned_times(text, now)]
+        windows = [
+            w
+            for text in (params.query, *(x.text for x in lines[-TIME_LINES:]))
+            if text
+            for w in mentioned_times(text, now)
+        ]
         self._time_signal(agent_id, windows, signals, version)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
@@ -190,9 +195,15 @@ class SearchService:
         ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit)]
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
-        return SearchOutcome(hits=self._hydrate(agent_id, ranked, parts, similarity), mode=mode, degraded=degraded,
-                             terms=ordered_terms, dates=tuple(dict.fromkeys(w.describe() for w in windows)),
-                             embed_ms=embed_ms, embedded=tuple(texts) if vector is not None else ())
+        return SearchOutcome(
+            hits=self._hydrate(agent_id, ranked, parts, similarity),
+            mode=mode,
+            degraded=degraded,
+            terms=ordered_terms,
+            dates=tuple(dict.fromkeys(w.describe() for w in windows)),
+            embed_ms=embed_ms,
+            embedded=tuple(texts) if vector is not None else (),
+        )
 
     def _keyword_signals(
         self,
@@ -226,7 +237,10 @@ class SearchService:
         signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
     def _time_signal(
-        self, agent_id: str, windows: Sequence[TimeWindow], signals: dict[str, dict[Hashable, float]],
+        self,
+        agent_id: str,
+        windows: Sequence[TimeWindow],
+        signals: dict[str, dict[Hashable, float]],
         version: StoreVersion,
     ) -> None:
         if not windows:
@@ -291,12 +305,34 @@ class SearchService:
             cosine = similarity.get((kind, row_id))
             if kind == "narrative" and row_id in narratives:
                 n = narratives[row_id]
-                hits.append(SearchHit("narrative", n.id, score, n.gesture, n.occurred_at, weight=n.weight,
-                                      tags=n.tags, signals=contributions, similarity=cosine))
+                hits.append(
+                    SearchHit(
+                        "narrative",
+                        n.id,
+                        score,
+                        n.gesture,
+                        n.occurred_at,
+                        weight=n.weight,
+                        tags=n.tags,
+                        signals=contributions,
+                        similarity=cosine,
+                    )
+                )
             elif kind == "context" and row_id in turns:
                 t = turns[row_id]
-                hits.append(SearchHit("context", t.id, score, t.content, t.created_at, session_id=t.session_id,
-                                      speaker=t.speaker, signals=contributions, similarity=cosine))
+                hits.append(
+                    SearchHit(
+                        "context",
+                        t.id,
+                        score,
+                        t.content,
+                        t.created_at,
+                        session_id=t.session_id,
+                        speaker=t.speaker,
+                        signals=contributions,
+                        similarity=cosine,
+                    )
+                )
         return hits
 
 

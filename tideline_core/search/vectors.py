@@ -91,8 +91,9 @@ class VectorIndex:
             if version is not None and version == shard.version and not shard.mark.holes:
                 return shard
             with self.db.snapshot() as conn:
-                loaded, row_ids, matrix, times = load_since(conn, agent_id, kind, shard.mark.last_id, self.model, view,
-                                                             also=shard.mark.pending())
+                loaded, row_ids, matrix, times = load_since(
+                    conn, agent_id, kind, shard.mark.last_id, self.model, view, also=shard.mark.pending()
+                )
                 newest, visible = catch_up(conn, Embedding.__table__, shard.mark, [loaded])
             if matrix is not None:
                 shard.absorb(row_ids, matrix, times)

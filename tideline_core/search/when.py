@@ -13,20 +13,33 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 MONTHS = {
     name: number
     for number, names in enumerate(
-        (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-         ("november", "nov"), ("december", "dec")),
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
         start=1,
     )
     for name in names
 }
-CHINESE_MONTHS = {name: number for number, name in enumerate(
-    ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"), start=1)}
+CHINESE_MONTHS = {
+    name: number
+    for number, name in enumerate(("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"), start=1)
+}
 SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
 _FULL_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
@@ -46,12 +59,17 @@ _ENGLISH = [
     # A month with no year ("camping in June"): that month of any year. A preposition is required so
     # the modal "may" is not read as a month.
     # Full month names only: "written by Jan" is a person, "in January" a month.
-    ("yearly", re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+(?P<m>{_FULL_MONTHS})\b",
-                          re.I)),
+    (
+        "yearly",
+        re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|last|this|next)[\s-]+(?P<m>{_FULL_MONTHS})\b", re.I),
+    ),
 ]
 # Numeric forms agents write: 2023-05-03, 2023/5/3, 2023.05.03 and 2023-05 (not times like 10:30).
 _NUMERIC = [
-    ("day", re.compile(r"(?<![\d])(?P<y>(?:19|20)\d\d)([-/.])(?P<m>1[0-2]|0?[1-9])\2(?P<d>3[01]|[12]\d|0?[1-9])(?![\d])")),
+    (
+        "day",
+        re.compile(r"(?<![\d])(?P<y>(?:19|20)\d\d)([-/.])(?P<m>1[0-2]|0?[1-9])\2(?P<d>3[01]|[12]\d|0?[1-9])(?![\d])"),
+    ),
     ("month", re.compile(r"(?<![\d])(?P<y>(?:19|20)\d\d)-(?P<m>1[0-2]|0[1-9])(?![\d-])")),
 ]
 _CHINESE = [
@@ -59,16 +77,40 @@ _CHINESE = [
     ("month", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年\s*(?P<m>1[0-2]|0?[1-9])\s*月")),
     ("year", re.compile(r"(?P<y>(?:19|20)\d\d)\s*年")),
     ("yearly", re.compile(r"(?<![\d年])(?P<m>1[0-2]|0?[1-9])\s*月份?(?![\d])(?!\s*[\d]+\s*[日号])")),
-    ("yearly", re.compile(r"(?<![一二三四五六七八九十年])(?P<m>十[一二]|[一二三四五六七八九十])月份?(?![一二三四五六七八九十\d])")),
+    (
+        "yearly",
+        re.compile(
+            r"(?<![一二三四五六七八九十年])(?P<m>十[一二]|[一二三四五六七八九十])月份?(?![一二三四五六七八九十\d])"
+        ),
+    ),
 ]
 # Fixed-date holidays (lunar ones move and are left out): a holiday is a date, even when the memory
 # itself only carries the date.
 HOLIDAYS = {
-    "christmas eve": (12, 24), "christmas": (12, 25), "new year's eve": (12, 31), "new year's day": (1, 1),
-    "new year": (1, 1), "valentine's day": (2, 14), "valentine": (2, 14), "halloween": (10, 31),
-    "independence day": (7, 4), "平安夜": (12, 24), "圣诞节": (12, 25), "圣诞": (12, 25), "元旦": (1, 1),
-    "跨年": (12, 31), "情人节": (2, 14), "万圣节": (10, 31), "儿童节": (6, 1), "劳动节": (5, 1), "五一": (5, 1),
-    "国庆节": (10, 1), "国庆": (10, 1), "教师节": (9, 10), "妇女节": (3, 8), "愚人节": (4, 1),
+    "christmas eve": (12, 24),
+    "christmas": (12, 25),
+    "new year's eve": (12, 31),
+    "new year's day": (1, 1),
+    "new year": (1, 1),
+    "valentine's day": (2, 14),
+    "valentine": (2, 14),
+    "halloween": (10, 31),
+    "independence day": (7, 4),
+    "平安夜": (12, 24),
+    "圣诞节": (12, 25),
+    "圣诞": (12, 25),
+    "元旦": (1, 1),
+    "跨年": (12, 31),
+    "情人节": (2, 14),
+    "万圣节": (10, 31),
+    "儿童节": (6, 1),
+    "劳动节": (5, 1),
+    "五一": (5, 1),
+    "国庆节": (10, 1),
+    "国庆": (10, 1),
+    "教师节": (9, 10),
+    "妇女节": (3, 8),
+    "愚人节": (4, 1),
 }
 _HOLIDAY = re.compile(
     "|".join(rf"\b{re.escape(h)}\b" if h.isascii() else re.escape(h) for h in sorted(HOLIDAYS, key=len, reverse=True)),
@@ -107,7 +149,8 @@ class TimeWindow:
         if self.yearly:
             return max(
                 TimeWindow(shifted.start, shifted.end, self.granularity).closeness(when)
-                for shifted in (self._in_year(when.year + d) for d in (-1, 0, 1)) if shifted is not None
+                for shifted in (self._in_year(when.year + d) for d in (-1, 0, 1))
+                if shifted is not None
             )
         if self.start <= when < self.end:
             return 1.0
@@ -121,14 +164,14 @@ class TimeWindow:
 
 def _utc(year: int, month: int = 1, day: int = 1) -> datetime | None:
     try:
-        return datetime(year, month, day, tzinfo=timezone.utc)
+        return datetime(year, month, day, tzinfo=UTC)
     except ValueError:
         return None
 
 
 def _month_after(year: int, month: int, months: int = 1) -> datetime:
     index = year * 12 + (month - 1) + months
-    return datetime(index // 12, index % 12 + 1, 1, tzinfo=timezone.utc)
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
 
 
 def _window(kind: str, year: int, month: int = 1, day: int = 1, span: int = 1) -> TimeWindow | None:
@@ -152,7 +195,7 @@ def _month_number(name: str | None) -> int:
 
 
 def _blank(text: str, match: re.Match[str]) -> str:
-    return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end():]
+    return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]
 
 
 def _absolute(text: str, now: datetime) -> list[TimeWindow]:
@@ -169,8 +212,12 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
                 window = _window("season", year, month, span=span)
             else:
                 # A bare month ("yearly") is a month window re-anchored in each row's own year.
-                window = _window("month" if kind == "yearly" else kind, year, _month_number(groups.get("m")),
-                                 int(groups.get("d") or 1))
+                window = _window(
+                    "month" if kind == "yearly" else kind,
+                    year,
+                    _month_number(groups.get("m")),
+                    int(groups.get("d") or 1),
+                )
                 if window is not None and (kind == "yearly" or (not groups.get("y") and not years)):
                     window = replace(window, yearly=True)
             if window is not None:
@@ -185,7 +232,7 @@ def _absolute(text: str, now: datetime) -> list[TimeWindow]:
 
 
 def _relative(text: str, now: datetime) -> list[TimeWindow]:
-    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     windows: list[TimeWindow] = []
     for match in _RELATIVE.finditer(text):
         phrase = re.sub(r"\s+", " ", (match.group("en") or match.group("zh")).lower())

@@ -14,9 +14,7 @@ from tideline_core.store.lookup import owned_rows
 MAX_SOURCE = 16
 
 
-def log_hits(
-    conn: Connection, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime
-) -> int:
+def log_hits(conn: Connection, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime) -> int:
     """Insert hits on the agent's own narratives; a replay of the same (time, source, narrative) adds nothing.
 
     `at` is when the retrieval happened (set by the publisher), which makes the task idempotent.
@@ -32,7 +30,9 @@ def log_hits(
     logged = set(
         conn.execute(
             select(AttentionHit.narrative_id).where(
-                AttentionHit.agent_id == agent_id, AttentionHit.created_at == at, AttentionHit.source == source,
+                AttentionHit.agent_id == agent_id,
+                AttentionHit.created_at == at,
+                AttentionHit.source == source,
                 AttentionHit.narrative_id.in_(list(wanted)),
             )
         ).scalars()

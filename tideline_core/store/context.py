@@ -31,8 +31,14 @@ def preceding_window(conn: Connection, ids: Sequence[int], before: int = 2) -> d
     if not ids:
         return {}
     rows = conn.execute(
-        select(ContextTurn.id, ContextTurn.agent_id, ContextTurn.session_id, ContextTurn.speaker, ContextTurn.content,
-               ContextTurn.created_at).where(ContextTurn.id.in_(list(ids)))
+        select(
+            ContextTurn.id,
+            ContextTurn.agent_id,
+            ContextTurn.session_id,
+            ContextTurn.speaker,
+            ContextTurn.content,
+            ContextTurn.created_at,
+        ).where(ContextTurn.id.in_(list(ids)))
     ).all()
     out: dict[int, str] = {}
     for r in rows:
@@ -41,8 +47,10 @@ def preceding_window(conn: Connection, ids: Sequence[int], before: int = 2) -> d
             .where(
                 ContextTurn.agent_id == r.agent_id,
                 ContextTurn.session_id == r.session_id,
-                or_(ContextTurn.created_at < r.created_at,
-                    and_(ContextTurn.created_at == r.created_at, ContextTurn.id < r.id)),
+                or_(
+                    ContextTurn.created_at < r.created_at,
+                    and_(ContextTurn.created_at == r.created_at, ContextTurn.id < r.id),
+                ),
             )
             .order_by(ContextTurn.created_at.desc(), ContextTurn.id.desc())
             .limit(before)
@@ -75,7 +83,9 @@ def insert_turns(conn: Connection, agent_id: str, turns: Sequence[ContextTurnIn]
         ).scalar_one()
         ids.append(int(turn_id))
     keyword.index_rows(
-        conn, "context", [(i, agent_id, index_text(turn_text(t.speaker or t.role, t.content))) for i, t in zip(ids, turns)]
+        conn,
+        "context",
+        [(i, agent_id, index_text(turn_text(t.speaker or t.role, t.content))) for i, t in zip(ids, turns, strict=True)],
     )
     return ids
 

@@ -39,9 +39,8 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
-            with conn.begin():
-                yield conn
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:

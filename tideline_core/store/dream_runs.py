@@ -40,17 +40,32 @@ def _upsert(conn: Connection, agent_id: str, day: str, stage: str, values: dict[
     # Keyed (agent, day, stage): a re-run of a stage on the same day updates its row, never adds one.
     dialect_insert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
     statement = dialect_insert(DreamRun).values(agent_id=agent_id, day=day, stage=stage, **values)
-    conn.execute(statement.on_conflict_do_update(
-        index_elements=["agent_id", "day", "stage"], set_=values,
-    ))
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["agent_id", "day", "stage"],
+            set_=values,
+        )
+    )
 
 
 def start_run(conn: Connection, agent_id: str, day: str, stage: str, inputs: dict[str, Any]) -> None:
     """Mark the stage running (clearing the outputs and error of an earlier run that day)."""
-    _upsert(conn, agent_id, day, stage, {
-        "status": RUNNING, "inputs": inputs, "outputs": {}, "error": "", "tokens_in": 0, "tokens_out": 0,
-        "started_at": utcnow(), "finished_at": None,
-    })
+    _upsert(
+        conn,
+        agent_id,
+        day,
+        stage,
+        {
+            "status": RUNNING,
+            "inputs": inputs,
+            "outputs": {},
+            "error": "",
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "started_at": utcnow(),
+            "finished_at": None,
+        },
+    )
 
 
 def finish_run(conn: Connection, agent_id: str, day: str, stage: str, outputs: dict[str, Any]) -> None:
@@ -68,7 +83,8 @@ def expire_running(conn: Connection, started_before: datetime) -> int:
     or lost worker; without this it would read 'running' until the stage ran again.
     """
     result = conn.execute(
-        update(DreamRun).where(DreamRun.status == RUNNING, DreamRun.started_at < started_before)
+        update(DreamRun)
+        .where(DreamRun.status == RUNNING, DreamRun.started_at < started_before)
         .values(status=FAILED, error=INTERRUPTED, finished_at=utcnow())
     )
     return result.rowcount or 0
@@ -77,12 +93,23 @@ def expire_running(conn: Connection, started_before: datetime) -> int:
 def recent_runs(conn: Connection, agent_id: str, limit: int = 10) -> list[DreamRunRecord]:
     """The agent's most recently started stages, newest first."""
     rows = conn.execute(
-        select(DreamRun.__table__).where(DreamRun.agent_id == agent_id)
-        .order_by(DreamRun.started_at.desc(), DreamRun.id.desc()).limit(limit)
+        select(DreamRun.__table__)
+        .where(DreamRun.agent_id == agent_id)
+        .order_by(DreamRun.started_at.desc(), DreamRun.id.desc())
+        .limit(limit)
     ).all()
     return [
-        DreamRunRecord(r.agent_id, r.day, r.stage, r.status, dict(r.inputs or {}), dict(r.outputs or {}), r.error,
-                       r.started_at, r.finished_at)
+        DreamRunRecord(
+            r.agent_id,
+            r.day,
+            r.stage,
+            r.status,
+            dict(r.inputs or {}),
+            dict(r.outputs or {}),
+            r.error,
+            r.started_at,
+            r.finished_at,
+        )
         for r in rows
     ]
 

@@ -24,9 +24,7 @@ class TaskEventRecord:
     created_at: datetime
 
 
-def record_task_event(
-    conn: Connection, *, task_name: str, task_id: str, agent_id: str, state: str, detail: str
-) -> int:
+def record_task_event(conn: Connection, *, task_name: str, task_id: str, agent_id: str, state: str, detail: str) -> int:
     """Append one event; events older than KEEP_DAYS are dropped on the way (an index range delete)."""
     now = utcnow()
     conn.execute(delete(TaskEvent).where(TaskEvent.created_at < now - timedelta(days=KEEP_DAYS)))
@@ -45,7 +43,14 @@ def recent_task_events(conn: Connection, *, limit: int = 10, agent_id: str | Non
         query = query.where(TaskEvent.agent_id.in_([agent_id, ""]))
     rows = conn.execute(query.order_by(TaskEvent.created_at.desc(), TaskEvent.id.desc()).limit(limit)).all()
     return [
-        TaskEventRecord(id=r.id, task_name=r.task_name, task_id=r.task_id, agent_id=r.agent_id, state=r.state,
-                        detail=r.detail, created_at=r.created_at)
+        TaskEventRecord(
+            id=r.id,
+            task_name=r.task_name,
+            task_id=r.task_id,
+            agent_id=r.agent_id,
+            state=r.state,
+            detail=r.detail,
+            created_at=r.created_at,
+        )
         for r in rows
     ]

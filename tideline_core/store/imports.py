@@ -13,7 +13,9 @@ from tideline_core.store.context import insert_turns
 IMPORT_KEY = "import_id"
 
 
-def import_turns_once(conn: Connection, agent_id: str, import_id: str, turns: Sequence[ContextTurnIn]) -> list[int] | None:
+def import_turns_once(
+    conn: Connection, agent_id: str, import_id: str, turns: Sequence[ContextTurnIn]
+) -> list[int] | None:
     """Insert `turns` tagged with `import_id` in their metadata; None when this import is already stored.
 
     Call inside one write transaction: either the whole import is there or none of it is, so a

@@ -89,8 +89,10 @@ def insert_narrative(conn: Connection, agent_id: str, data: NarrativeIn) -> Writ
     if data.source_links:
         conn.execute(
             insert(NarrativeSource),
-            [{"narrative_id": narrative_id, "context_id": c, "agent_id": agent_id, "inferred": False}
-             for c in dict.fromkeys(data.source_links)],
+            [
+                {"narrative_id": narrative_id, "context_id": c, "agent_id": agent_id, "inferred": False}
+                for c in dict.fromkeys(data.source_links)
+            ],
         )
     keyword.index_row(conn, "narrative", narrative_id, agent_id, narrative_index_text(data))
     return WrittenNarrative(id=narrative_id, weight=weight, recurrence=recurrence)
@@ -110,7 +112,9 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
     links: dict[int, list[int]] = defaultdict(list)
     notes: dict[int, list[str]] = defaultdict(list)
     if ids:
-        for nid, tag in conn.execute(select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))):
+        for nid, tag in conn.execute(
+            select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))
+        ):
             tags[nid].append(tag)
         for nid, cid in conn.execute(
             select(NarrativeSource.narrative_id, NarrativeSource.context_id)
@@ -166,7 +170,9 @@ def recall(
     if narrative_type:
         query = query.where(Narrative.narrative_type == narrative_type)
     if tags:
-        tagged = select(NarrativeTag.narrative_id).where(NarrativeTag.agent_id == agent_id, NarrativeTag.tag.in_(list(tags)))
+        tagged = select(NarrativeTag.narrative_id).where(
+            NarrativeTag.agent_id == agent_id, NarrativeTag.tag.in_(list(tags))
+        )
         query = query.where(Narrative.id.in_(tagged))
     if since is not None:
         query = query.where(Narrative.occurred_at >= since)
@@ -191,7 +197,8 @@ def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
     if exists is None:
         raise NotFound(f"narrative {data.narrative_id} does not exist for this agent")
     amendment_id = conn.execute(
-        insert(Amendment).values(narrative_id=data.narrative_id, agent_id=agent_id, note=data.note, created_at=utcnow())
+        insert(Amendment)
+        .values(narrative_id=data.narrative_id, agent_id=agent_id, note=data.note, created_at=utcnow())
         .returning(Amendment.id)
     ).scalar_one()
     conn.execute(update(Narrative).where(Narrative.id == data.narrative_id).values(updated_at=utcnow()))

@@ -28,18 +28,24 @@ def _upsert_versioned(
     ).one_or_none()
     if current is None:
         new_id = conn.execute(
-            insert(table).values(agent_id=agent_id, **keys, **values, version=1, created_at=now, updated_at=now)
+            insert(table)
+            .values(agent_id=agent_id, **keys, **values, version=1, created_at=now, updated_at=now)
             .returning(table.id)
         ).scalar_one()
         return int(new_id), 1
-    conn.execute(insert(history).values(**{owner: current.id}, agent_id=agent_id, version=current.version,
-                                        content=current.content, changed_at=now))
+    conn.execute(
+        insert(history).values(
+            **{owner: current.id}, agent_id=agent_id, version=current.version, content=current.content, changed_at=now
+        )
+    )
     version = current.version + 1
     conn.execute(update(table).where(table.id == current.id).values(**values, version=version, updated_at=now))
     return int(current.id), version
 
 
-def _histories(conn: Connection, history: Any, owner: str, ids: list[int]) -> dict[int, tuple[tuple[int, str, datetime], ...]]:
+def _histories(
+    conn: Connection, history: Any, owner: str, ids: list[int]
+) -> dict[int, tuple[tuple[int, str, datetime], ...]]:
     """Earlier versions of each entry, oldest first."""
     found: dict[int, list[tuple[int, str, datetime]]] = defaultdict(list)
     if ids:
@@ -51,8 +57,15 @@ def _histories(conn: Connection, history: Any, owner: str, ids: list[int]) -> di
 
 def upsert_profile(conn: Connection, agent_id: str, data: ProfileIn) -> tuple[int, int]:
     """Create or replace the (entity, kind) entry; the replaced text moves to history. → (id, version)."""
-    return _upsert_versioned(conn, Profile, ProfileHistory, "profile_id", agent_id,
-                             {"entity": data.entity, "kind": data.kind}, {"content": data.content, "pinned": data.pinned})
+    return _upsert_versioned(
+        conn,
+        Profile,
+        ProfileHistory,
+        "profile_id",
+        agent_id,
+        {"entity": data.entity, "kind": data.kind},
+        {"content": data.content, "pinned": data.pinned},
+    )
 
 
 def read_profiles(
@@ -66,16 +79,31 @@ def read_profiles(
     rows = conn.execute(query.order_by(Profile.pinned.desc(), Profile.entity, Profile.kind)).all()
     history = _histories(conn, ProfileHistory, "profile_id", [r.id for r in rows] if with_history else [])
     return [
-        ProfileRecord(id=r.id, entity=r.entity, kind=r.kind, content=r.content, pinned=r.pinned, version=r.version,
-                      updated_at=r.updated_at, history=history.get(r.id, ()))
+        ProfileRecord(
+            id=r.id,
+            entity=r.entity,
+            kind=r.kind,
+            content=r.content,
+            pinned=r.pinned,
+            version=r.version,
+            updated_at=r.updated_at,
+            history=history.get(r.id, ()),
+        )
         for r in rows
     ]
 
 
 def upsert_self_concept(conn: Connection, agent_id: str, data: SelfConceptIn) -> tuple[int, int]:
     """Create or replace the (kind, key) entry; the replaced text moves to history. → (id, version)."""
-    return _upsert_versioned(conn, SelfConcept, SelfConceptHistory, "self_concept_id", agent_id,
-                             {"kind": data.kind, "key": data.key}, {"content": data.content})
+    return _upsert_versioned(
+        conn,
+        SelfConcept,
+        SelfConceptHistory,
+        "self_concept_id",
+        agent_id,
+        {"kind": data.kind, "key": data.key},
+        {"content": data.content},
+    )
 
 
 def read_self_concept(
@@ -87,8 +115,15 @@ def read_self_concept(
     rows = conn.execute(query.order_by(SelfConcept.kind, SelfConcept.key)).all()
     history = _histories(conn, SelfConceptHistory, "self_concept_id", [r.id for r in rows] if with_history else [])
     return [
-        SelfConceptRecord(id=r.id, kind=r.kind, key=r.key, content=r.content, version=r.version,
-                          updated_at=r.updated_at, history=history.get(r.id, ()))
+        SelfConceptRecord(
+            id=r.id,
+            kind=r.kind,
+            key=r.key,
+            content=r.content,
+            version=r.version,
+            updated_at=r.updated_at,
+            history=history.get(r.id, ()),
+        )
         for r in rows
     ]
 
@@ -99,8 +134,16 @@ def write_thread(conn: Connection, agent_id: str, data: ThreadIn, source: str = 
     if data.thread_id is None:
         new_id = conn.execute(
             insert(Thread)
-            .values(agent_id=agent_id, title=data.title, content=data.content, status=data.status,
-                    priority=data.priority, source=source, created_at=now, updated_at=now)
+            .values(
+                agent_id=agent_id,
+                title=data.title,
+                content=data.content,
+                status=data.status,
+                priority=data.priority,
+                source=source,
+                created_at=now,
+                updated_at=now,
+            )
             .returning(Thread.id)
         ).scalar_one()
         return int(new_id)
@@ -114,29 +157,40 @@ def write_thread(conn: Connection, agent_id: str, data: ThreadIn, source: str = 
     return data.thread_id
 
 
-def read_threads(
-    conn: Connection, agent_id: str, *, status: str | None = None, limit: int = 20
-) -> list[ThreadRecord]:
+def read_threads(conn: Connection, agent_id: str, *, status: str | None = None, limit: int = 20) -> list[ThreadRecord]:
     query = select(Thread.__table__).where(Thread.agent_id == agent_id)
     if status is not None:
         query = query.where(Thread.status == status)
     rows = conn.execute(query.order_by(Thread.priority.desc(), Thread.updated_at.desc()).limit(limit)).all()
     return [
-        ThreadRecord(id=r.id, title=r.title, content=r.content, status=r.status, priority=r.priority,
-                     source=r.source, created_at=r.created_at, updated_at=r.updated_at)
+        ThreadRecord(
+            id=r.id,
+            title=r.title,
+            content=r.content,
+            status=r.status,
+            priority=r.priority,
+            source=r.source,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+        )
         for r in rows
     ]
 
 
 def write_snapshot(conn: Connection, agent_id: str, data: SnapshotIn) -> int:
     new_id = conn.execute(
-        insert(Snapshot).values(agent_id=agent_id, content=data.content, mood=data.mood, created_at=utcnow()).returning(Snapshot.id)
+        insert(Snapshot)
+        .values(agent_id=agent_id, content=data.content, mood=data.mood, created_at=utcnow())
+        .returning(Snapshot.id)
     ).scalar_one()
     return int(new_id)
 
 
 def read_snapshots(conn: Connection, agent_id: str, limit: int = 1) -> list[SnapshotRecord]:
     rows = conn.execute(
-        select(Snapshot.__table__).where(Snapshot.agent_id == agent_id).order_by(Snapshot.created_at.desc(), Snapshot.id.desc()).limit(limit)
+        select(Snapshot.__table__)
+        .where(Snapshot.agent_id == agent_id)
+        .order_by(Snapshot.created_at.desc(), Snapshot.id.desc())
+        .limit(limit)
     ).all()
     return [SnapshotRecord(id=r.id, content=r.content, mood=r.mood, created_at=r.created_at) for r in rows]

@@ -92,8 +92,15 @@ def save_embeddings(
     conn.execute(
         insert(Embedding),
         [
-            {"kind": kind, "row_id": r.id, "agent_id": r.agent_id, "model": model, "dim": matrix.shape[1],
-             "vector": to_blob(matrix[i]), "view": view}
+            {
+                "kind": kind,
+                "row_id": r.id,
+                "agent_id": r.agent_id,
+                "model": model,
+                "dim": matrix.shape[1],
+                "vector": to_blob(matrix[i]),
+                "view": view,
+            }
             for i, r in enumerate(rows)
         ],
     )
@@ -112,16 +119,25 @@ def mark_stale(conn: Connection, model: str, view: str = "base") -> int:
     changed = 0
     for kind in KINDS_WITH_VIEW.get(view, ()):
         table = _TABLE[kind]
-        current = select(Embedding.row_id).where(Embedding.kind == kind, Embedding.view == view, Embedding.model == model)
+        current = select(Embedding.row_id).where(
+            Embedding.kind == kind, Embedding.view == view, Embedding.model == model
+        )
         result = conn.execute(
-            update(table).where(table.embedding_state == "done", table.id.not_in(current)).values(embedding_state="pending")
+            update(table)
+            .where(table.embedding_state == "done", table.id.not_in(current))
+            .values(embedding_state="pending")
         )
         changed += result.rowcount or 0
     return changed
 
 
 def load_since(
-    conn: Connection, agent_id: str, kind: str, after_id: int, model: str, view: str = "base",
+    conn: Connection,
+    agent_id: str,
+    kind: str,
+    after_id: int,
+    model: str,
+    view: str = "base",
     also: Sequence[int] = (),
 ) -> tuple[int, list[int], np.ndarray | None, list[datetime]]:
     """Vectors of `agent_id` with embedding id > `after_id` (or among the embedding ids `also`) for `model` and `view`.
@@ -133,8 +149,13 @@ def load_since(
     rows = conn.execute(
         select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp)
         .join(table, table.id == Embedding.row_id)
-        .where(Embedding.agent_id == agent_id, Embedding.kind == kind, Embedding.model == model,
-               Embedding.view == view, ids_after(Embedding.id, after_id, also))
+        .where(
+            Embedding.agent_id == agent_id,
+            Embedding.kind == kind,
+            Embedding.model == model,
+            Embedding.view == view,
+            ids_after(Embedding.id, after_id, also),
+        )
         .order_by(Embedding.id)
     ).all()
     if not rows:

@@ -80,7 +80,9 @@ def _refresh(resources: WorkerResources, agent_id: str) -> dict[str, Any]:
 def _entity_graph(resources: WorkerResources, agent_id: str) -> dict[str, Any]:
     report = graph.rebuild_entity_graph(resources.db, agent_id, resources.settings.known_person_aliases())
     return {
-        "nodes": report.nodes, "edges": report.edges, "problems": len(report.problems),
+        "nodes": report.nodes,
+        "edges": report.edges,
+        "problems": len(report.problems),
         "problem_samples": [
             {"narrative_id": p.narrative_id, "fragment": p.fragment, "reason": p.reason}
             for p in report.problems[:MAX_PROBLEMS]
@@ -98,10 +100,15 @@ def _scan(resources: WorkerResources, agent_id: str) -> dict[str, Any]:
     # The watermark is only proposed here: solidify advances it once its narratives are committed.
     return {
         **outputs,
-        "unlinked": len(report.unlinked), "chunks": len(report.chunks), "short_chunks": len(report.short_chunks),
-        "new_turns": report.new_turns, "narratives_waiting": report.narratives_waiting.count,
-        "turns_waiting": report.turns_waiting.count, "watermark": report.watermark_before,
-        "watermark_proposed": report.watermark, "markdown": to_markdown(report),
+        "unlinked": len(report.unlinked),
+        "chunks": len(report.chunks),
+        "short_chunks": len(report.short_chunks),
+        "new_turns": report.new_turns,
+        "narratives_waiting": report.narratives_waiting.count,
+        "turns_waiting": report.turns_waiting.count,
+        "watermark": report.watermark_before,
+        "watermark_proposed": report.watermark,
+        "markdown": to_markdown(report),
     }
 
 
@@ -148,8 +155,13 @@ def nightly(self: Task, agent_id: str) -> dict[str, Any]:
     except Exception:
         locks.release(resources.redis, agent_id, token)  # nothing was started: do not hold the agent for hours
         raise
-    return {"agent_id": agent_id, "started": True, "day": day, "stages": [str(s) for s in pipelines.NIGHTLY_STAGES],
-            "last_task_id": result.id}
+    return {
+        "agent_id": agent_id,
+        "started": True,
+        "day": day,
+        "stages": [str(s) for s in pipelines.NIGHTLY_STAGES],
+        "last_task_id": result.id,
+    }
 
 
 @shared_task(bind=True, name=str(TaskName.NIGHTLY_ALL))

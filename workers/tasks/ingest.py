@@ -48,8 +48,11 @@ def embed_pending(self: Task, agent_id: str) -> dict[str, Any]:
     if not resources.embeds:
         return {"embedded": 0, "skipped": "no embedder configured"}
     report = ingest.embed_pending(
-        resources.db, resources.embedder, agent_id=agent_id,
-        batch_size=resources.settings.embed_batch_size, max_batches=MAX_BATCHES,
+        resources.db,
+        resources.embedder,
+        agent_id=agent_id,
+        batch_size=resources.settings.embed_batch_size,
+        max_batches=MAX_BATCHES,
     )
     if report.remaining:
         _continue_embedding(self, agent_id)
@@ -114,5 +117,8 @@ def reconcile(self: Task) -> dict[str, Any]:
         _continue_embedding(self, agent)
     if agents:
         log.info("reconcile: re-enqueued embedding for %d agent(s)", len(agents))
-    return {"agents": agents, "pending": sum(count for _kind, _agent, count in waiting),
-            "interrupted_dream_stages": interrupted}
+    return {
+        "agents": agents,
+        "pending": sum(count for _kind, _agent, count in waiting),
+        "interrupted_dream_stages": interrupted,
+    }
