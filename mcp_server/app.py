@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Literal
 
 import anyio
@@ -17,15 +18,14 @@ from starlette.responses import JSONResponse, Response
 
 from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
 from mcp_server.context import AppContext
-from mcp_server.dispatch import CeleryDispatcher, Dispatcher
 from mcp_server.tools import register_all
-from tideline_core import text
-from tideline_core.embedders import Embedder, build_embedder
+from tideline_core.compose import compose
+from tideline_core.embedding import Embedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
-from tideline_core.search.service import SearchService
-from tideline_core.search.vectors import VectorIndex
+from tideline_core.service import JobQueue
 from tideline_core.settings import Settings
-from tideline_core.store.database import Database
+from tideline_core.tokens import initialize as load_tokenizer
+from workers.jobqueue import CeleryJobQueue
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +53,16 @@ def _warm_up(embedder: Embedder) -> None:
 def create_server(
     settings: Settings,
     *,
-    dispatcher: Dispatcher | None = None,
+    jobs: JobQueue | None = None,
     embedder: Embedder | None = None,
     agent_resolver: AgentResolver | None = None,
     http_tokens: Mapping[str, str] | None = None,
 ) -> MCPServer[AppContext]:
-    """A server with every tool; resources open in its lifespan (once per process, or per in-process client).
+    """A server with every tool; the service is composed in its lifespan (once per process, or per in-process client).
 
     With `http_tokens` ({token: agent}) HTTP requests need a bearer token and act as its agent;
-    otherwise every request acts as `settings.agent` (the local user on stdio). `dispatcher` and
-    `embedder` default to the ones the settings describe; a passed-in dispatcher is not closed here.
+    otherwise every request acts as `settings.agent` (the local user on stdio). `jobs` and
+    `embedder` default to the ones the settings describe; a passed-in job queue is not closed here.
     """
     tokens = dict(http_tokens or {})
     resolve_agent = agent_resolver or (token_agent if tokens else fixed_agent(settings.agent))
@@ -70,26 +70,14 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with AsyncExitStack() as stack:
+            active_jobs = jobs if jobs is not None else _celery_jobs(settings, stack)
             # Migrations, jieba's dictionary and model set-up are slow sync work: keep them off the loop.
-            db = await anyio.to_thread.run_sync(Database.open, settings.resolved_database_url)
-            stack.callback(db.close)
-            await anyio.to_thread.run_sync(text.initialize)
-            active_embedder = embedder
-            if active_embedder is None:
-                active_embedder = await anyio.to_thread.run_sync(build_embedder, settings)
-            await anyio.to_thread.run_sync(_warm_up, active_embedder)
-            active_dispatcher = dispatcher if dispatcher is not None else _celery_dispatcher(settings, stack)
-            index = VectorIndex(db, active_embedder.model)
-            search = SearchService(db, active_embedder, index, query_timeout=settings.query_embedding_timeout)
-            log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), active_embedder.model)
-            yield AppContext(
-                settings=settings,
-                db=db,
-                search=search,
-                embedder=active_embedder,
-                dispatcher=active_dispatcher,
-                resolve_agent=resolve_agent,
-            )
+            service = await anyio.to_thread.run_sync(partial(compose, settings, jobs=active_jobs, embedder=embedder))
+            stack.callback(service.close)
+            await anyio.to_thread.run_sync(load_tokenizer)
+            await anyio.to_thread.run_sync(_warm_up, service.embedder)
+            log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
+            yield AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
 
     server: MCPServer[AppContext] = MCPServer(
         "tideline",
@@ -105,11 +93,11 @@ def create_server(
     return server
 
 
-def _celery_dispatcher(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
+def _celery_jobs(settings: Settings, stack: AsyncExitStack) -> JobQueue:
     # Built only when none is passed in, and closed with the lifespan that built it.
-    dispatcher = CeleryDispatcher(settings)
-    stack.callback(dispatcher.close)
-    return dispatcher
+    queue = CeleryJobQueue(settings)
+    stack.callback(queue.close)
+    return queue
 
 
 async def _healthz(_: Request) -> Response:
@@ -142,11 +130,9 @@ def http_tokens(settings: Settings) -> dict[str, str]:
     return tokens
 
 
-def http_app(
-    settings: Settings, *, dispatcher: Dispatcher | None = None, embedder: Embedder | None = None
-) -> Starlette:
+def http_app(settings: Settings, *, jobs: JobQueue | None = None, embedder: Embedder | None = None) -> Starlette:
     """The streamable HTTP app (MCP at /mcp, GET /healthz) with the token rules applied."""
-    server = create_server(settings, dispatcher=dispatcher, embedder=embedder, http_tokens=http_tokens(settings))
+    server = create_server(settings, jobs=jobs, embedder=embedder, http_tokens=http_tokens(settings))
     return server.streamable_http_app(host=settings.http_host)
 
 

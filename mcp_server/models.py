@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tideline_core.inputs import SearchIn
 from tideline_core.records import (
     ContextTurnRecord,
     NarrativeRecord,
@@ -15,7 +16,8 @@ from tideline_core.records import (
     SnapshotRecord,
     ThreadRecord,
 )
-from tideline_core.search.service import SearchHit
+from tideline_core.search import SearchHit, SearchOutcome
+from tideline_core.service import StatusReport
 
 
 class _Out(BaseModel):
@@ -153,6 +155,18 @@ class SearchResult(_Out):
         "speakers' names out (the speaker signal carries who)",
     )
     hits: list[Hit]
+
+    @classmethod
+    def of(cls, params: SearchIn, outcome: SearchOutcome) -> SearchResult:
+        return cls(
+            query=params.query,
+            mode=outcome.mode,
+            degraded=outcome.degraded,
+            terms=list(outcome.terms),
+            dates=list(outcome.dates),
+            embedded=list(outcome.embedded),
+            hits=[Hit.of(h) for h in outcome.hits],
+        )
 
 
 # --- context ----------------------------------------------------------------------------------
@@ -368,3 +382,50 @@ class Status(_Out):
     embedder: str = Field(description="the embedding model that serves semantic search")
     last_task_errors: list[TaskEvent]
     dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")
+
+    @classmethod
+    def of(cls, r: StatusReport) -> Status:
+        c = r.counts
+        return cls(
+            agent=r.agent,
+            counts=Counts(
+                narratives=c.narratives,
+                context_turns=c.context_turns,
+                profiles=c.profiles,
+                self_concept=c.self_concept,
+                threads=c.threads,
+                snapshots=c.snapshots,
+                pending_narratives=c.pending_narratives,
+                pending_context=c.pending_context,
+                extra=dict(c.extra),
+            ),
+            embeddings_pending=r.embeddings_pending,
+            broker_reachable=r.queue_depths is not None,
+            queue_depths=r.queue_depths,
+            workers=r.workers,
+            embedder=r.embedder,
+            last_task_errors=[
+                TaskEvent(
+                    task_name=e.task_name,
+                    task_id=e.task_id,
+                    agent_id=e.agent_id,
+                    state=e.state,
+                    detail=e.detail,
+                    created_at=e.created_at,
+                )
+                for e in r.task_events
+            ],
+            dream_runs=[
+                DreamRun(
+                    stage=d.stage,
+                    day=d.day,
+                    status=d.status,
+                    trigger=str(d.inputs.get("trigger", "")),
+                    outputs=d.outputs,
+                    error=d.error,
+                    started_at=d.started_at,
+                    finished_at=d.finished_at,
+                )
+                for d in r.dream_runs
+            ],
+        )

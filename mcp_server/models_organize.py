@@ -1,4 +1,4 @@
-"""Structured results of the script-layer tools: entity graph, attention heatmap, soft clusters, topics, trigger."""
+"""Structured results of the tools over the dream's products: entity graph, heatmap, soft clusters, topics, trigger."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tideline_core.attention import Heatmap, to_markdown
+from tideline_core.service import GraphView, SoftClustersView, TopicsView
 
 
 class _Out(BaseModel):
@@ -40,6 +43,34 @@ class GraphResult(_Out):
     edges: list[GraphEdge]
     note: str | None = Field(default=None, description="set when the graph has nothing to show, with why")
 
+    @classmethod
+    def of(cls, view: GraphView) -> GraphResult:
+        return cls(
+            mode=view.mode,
+            nodes=[
+                GraphNode(
+                    name=n.name,
+                    mentions=n.mentions,
+                    known=n.known,
+                    usual_roles=list(n.usual_roles),
+                    first_seen=n.first_seen,
+                    last_seen=n.last_seen,
+                )
+                for n in view.nodes
+            ],
+            edges=[
+                GraphEdge(
+                    source=e.source,
+                    target=e.target,
+                    source_role=e.source_role,
+                    target_role=e.target_role,
+                    count=e.count,
+                )
+                for e in view.edges
+            ],
+            note=view.note,
+        )
+
 
 # --- memory_attention_heatmap -----------------------------------------------------------------
 
@@ -72,6 +103,35 @@ class HeatmapResult(_Out):
     last_hit: datetime | None
     kinds: list[KindHeat]
     markdown: str = Field(description="the same heatmap as Markdown tables")
+
+    @classmethod
+    def of(cls, days: int, heat: Heatmap) -> HeatmapResult:
+        return cls(
+            days=days,
+            total_hits=heat.total_hits,
+            first_hit=heat.first_hit,
+            last_hit=heat.last_hit,
+            kinds=[
+                KindHeat(
+                    kind=k.kind,
+                    rows=[
+                        HeatRow(
+                            cluster=r.cluster,
+                            hits=r.hits,
+                            share=r.share,
+                            bar=r.bar,
+                            mean_similarity=r.mean_similarity,
+                            sources=dict(r.sources),
+                        )
+                        for r in k.rows
+                    ],
+                    deserts=[Desert(cluster=d.cluster, size=d.size) for d in k.deserts],
+                    unclustered_hits=k.unclustered_hits,
+                )
+                for k in heat.kinds
+            ],
+            markdown=to_markdown(heat),
+        )
 
 
 # --- memory_soft_clusters ---------------------------------------------------------------------
@@ -107,6 +167,30 @@ class SoftClustersResult(_Out):
     route: Route | None = Field(default=None, description="where `query` would be routed, when one was given")
     note: str | None = None
 
+    @classmethod
+    def of(cls, view: SoftClustersView) -> SoftClustersResult:
+        return cls(
+            clusters=[
+                SoftCluster(
+                    label=s.label,
+                    name=s.name,
+                    size=s.size,
+                    neighbours=[Neighbour(label=other, shared=shared) for other, shared in s.neighbours],
+                )
+                for s in view.clusters
+            ],
+            members=[
+                ClusterMember(narrative_id=m.narrative_id, rank=m.rank, distance=m.distance, gesture=m.gesture)
+                for m in view.members
+            ],
+            route=(
+                Route(primary=list(view.route.primary), neighbours=list(view.route.neighbours))
+                if view.route is not None
+                else None
+            ),
+            note=view.note,
+        )
+
 
 # --- memory_topics ----------------------------------------------------------------------------
 
@@ -127,6 +211,19 @@ class TopicsResult(_Out):
     count: int
     topics: list[Topic]
     note: str | None = None
+
+    @classmethod
+    def of(cls, view: TopicsView) -> TopicsResult:
+        topics = [
+            Topic(
+                keyword=t.keyword,
+                label=t.label,
+                size=t.size,
+                samples=[TopicSample(id=i, gesture=gesture) for i, gesture in t.samples],
+            )
+            for t in view.topics
+        ]
+        return cls(count=len(topics), topics=topics, note=view.note)
 
 
 # --- memory_trigger ---------------------------------------------------------------------------

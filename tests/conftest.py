@@ -19,7 +19,7 @@ How to use them (tests/mcp_server/* and tests/workers/* do):
   run against PostgreSQL instead of SQLite.
 - `celery_app` / `celery_worker`: `workers.app.create_app(settings)` and a real worker running it
   in a thread of this process (threads pool), consuming both queues on the real Redis. Not eager mode.
-- `celery_dispatcher`: the production CeleryDispatcher for `settings`.
+- `celery_jobs`: the production CeleryJobQueue for `settings`.
 - `wait_until(predicate, timeout)`: polls every 20–200 ms; fails the test with a clear message.
 - `model_cache` (session, automatic): TIDELINE_MODEL_CACHE points at a temporary directory for the
   session (subprocesses inherit it), so the local model is built once per run, from scratch, and
@@ -102,7 +102,7 @@ def redis_url() -> Iterator[str]:
 
 def client_for(url: str) -> redis.Redis:
     """A redis-py client for a broker URL (kombu's `redis+socket://` included)."""
-    from mcp_server.dispatch import redis_client_url
+    from workers.locks import redis_client_url
 
     return redis.Redis.from_url(redis_client_url(url), socket_timeout=5)
 
@@ -206,12 +206,12 @@ def celery_worker(celery_app: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def celery_dispatcher(settings: Settings) -> Iterator[Any]:
-    from mcp_server.dispatch import CeleryDispatcher
+def celery_jobs(settings: Settings) -> Iterator[Any]:
+    from workers.jobqueue import CeleryJobQueue
 
-    dispatcher = CeleryDispatcher(settings)
-    yield dispatcher
-    dispatcher.close()
+    jobs = CeleryJobQueue(settings)
+    yield jobs
+    jobs.close()
 
 
 def _wait_until(predicate: Callable[[], Any], timeout: float = 15.0, message: str = "") -> Any:

@@ -1,1 +1,6 @@
-"""The `tideline` command line: up, serve, worker, beat, flower, status, search, write."""
+"""The `tideline` command line: the processes (up, serve, worker, beat, flower), the memory commands
+(status, search, write), one command per dream stage, and eval."""
+
+__all__ = ["main"]
+
+from tideline_cli.main import main

@@ -1,4 +1,4 @@
-"""What each `tideline` subcommand does: thin wrappers over one library call each."""
+"""The `tideline` commands over an agent's memory: status, search, write — parse, one service call, print."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tideline_cli.compose import open_service
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.settings import Settings
-from tideline_core.store.database import Database
 
 NARRATIVE_FLAGS = (
     "gesture",
@@ -44,133 +44,46 @@ def _csv(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-# ----- processes ---------------------------------------------------------------------------------
-
-
-def cmd_up(settings: Settings, args: argparse.Namespace) -> int:
-    from tideline_cli.stack import run_stack
-
-    return run_stack(settings)
-
-
-def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_server.app import run
-
-    update: dict[str, Any] = {}
-    if args.host:
-        update["http_host"] = args.host
-    if args.port:
-        update["http_port"] = args.port
-    run(settings.model_copy(update=update), transport="http" if args.http else "stdio")
-    return 0
-
-
-def _prepare_worker_side(settings: Settings) -> Any:
-    from workers.app import create_app
-
-    settings.ensure_home()
-    Database.open(settings.resolved_database_url).close()  # migrate (a no-op when already at head)
-    return create_app(settings)
-
-
-def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
-    app = _prepare_worker_side(settings)
-    concurrency = args.concurrency or (1 if args.queue == "dream" else None)
-    argv = [
-        "worker",
-        "-Q",
-        args.queue,
-        "--pool",
-        args.pool,
-        "--loglevel",
-        args.loglevel or settings.log_level,
-        "--hostname",
-        args.hostname or f"{args.queue}@%h",
-    ]
-    if concurrency:
-        argv += ["--concurrency", str(concurrency)]
-    app.worker_main(argv)
-    return 0
-
-
-def cmd_beat(settings: Settings, args: argparse.Namespace) -> int:
-    app = _prepare_worker_side(settings)
-    schedule = settings.home / "celerybeat-schedule"
-    return int(app.start(["beat", "--schedule", str(schedule), "--loglevel", args.loglevel or settings.log_level]) or 0)
-
-
-def flower_argv(settings: Settings, port: int | None = None, address: str = "127.0.0.1") -> list[str]:
-    argv = ["flower", f"--port={port or settings.flower_port}", f"--address={address}", "--persistent=False"]
-    if settings.flower_basic_auth:
-        argv.append(f"--basic_auth={settings.flower_basic_auth}")
-    return argv
-
-
-def cmd_flower(settings: Settings, args: argparse.Namespace) -> int:
-    from workers.app import create_app
-
-    return int(create_app(settings).start(flower_argv(settings, args.port, args.address)) or 0)
-
-
-# ----- reads ---------------------------------------------------------------------------------------
-
-
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_server.dispatch import CeleryDispatcher
-    from tideline_core.store.dream_runs import recent_runs
-    from tideline_core.store.status import counts, last_task_events
-
     agent = _agent(settings, args)
-    db = Database.open(settings.resolved_database_url)
-    try:
-        with db.read() as conn:
-            agent_counts = counts(conn, agent)
-            events = last_task_events(conn, 5, agent_id=agent)
-            runs = recent_runs(conn, agent, limit=8)
-    finally:
-        db.close()
-    dispatcher = CeleryDispatcher(settings)
-    try:
-        depths, workers = dispatcher.queue_depths(), dispatcher.workers()
-    finally:
-        dispatcher.close()
-    report = {
-        "agent": agent,
-        "database": settings.resolved_database_url,
-        "counts": asdict(agent_counts),
-        "queues": depths,
-        "workers": workers,
-        "last_task_events": [asdict(e) for e in events],
-        "dream_runs": [asdict(r) for r in runs],
-    }
+    with open_service(settings, keyword_only=True) as service:
+        report = service.status(agent)
     if args.json:
-        print(_dump(report))
+        print(
+            _dump(
+                {
+                    "agent": agent,
+                    "database": settings.resolved_database_url,
+                    "counts": asdict(report.counts),
+                    "queues": report.queue_depths,
+                    "workers": report.workers,
+                    "last_task_events": [asdict(e) for e in report.task_events],
+                    "dream_runs": [asdict(r) for r in report.dream_runs],
+                }
+            )
+        )
         return 0
-    c = agent_counts
+    c = report.counts
     print(f"agent {agent}  ({settings.resolved_database_url})")
     print(
         f"  narratives {c.narratives}  context turns {c.context_turns}  profiles {c.profiles}  "
         f"self-concept {c.self_concept}  threads {c.threads}  snapshots {c.snapshots}"
     )
     print(f"  embeddings pending: narratives {c.pending_narratives}, context {c.pending_context}")
+    depths, workers = report.queue_depths, report.workers
     print("  queues: " + ("broker unreachable" if depths is None else ", ".join(f"{q} {n}" for q, n in depths.items())))
     if workers is None:
         print("  workers: broker unreachable")
     else:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
-    for e in events:
+    for e in report.task_events:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
-    for r in runs:
+    for r in report.dream_runs:
         print(f"  dream {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     return 0
 
 
 def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_server.dispatch import CeleryDispatcher
-    from tideline_core.embedders import build_embedder
-    from tideline_core.search.service import SearchService
-    from tideline_core.search.vectors import VectorIndex
-
     params = parse(
         SearchIn,
         {
@@ -182,48 +95,24 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
             "until": args.until,
         },
     )
-    agent = _agent(settings, args)
-    db = Database.open(settings.resolved_database_url)
-    try:
-        embedder = (
-            build_embedder(settings)
-            if args.mode != "keyword"
-            else build_embedder(settings.model_copy(update={"embedder": "none"}))
-        )
-        service = SearchService(
-            db, embedder, VectorIndex(db, embedder.model), query_timeout=settings.query_embedding_timeout
-        )
-        outcome = service.search(agent, params)
-    finally:
-        db.close()
-    hits = [
-        (h.id, h.similarity if h.similarity is not None else min(1.0, h.score))
-        for h in outcome.hits
-        if h.kind == "narrative"
-    ]
-    if hits:
-        dispatcher = CeleryDispatcher(settings)
-        dispatcher.enqueue_attention(agent, hits, "cli")
-        dispatcher.close()
+    with open_service(settings, keyword_only=args.mode == "keyword") as service:
+        outcome = service.search(_agent(settings, args), params, source="cli")
     if args.json:
         print(_dump({"mode": outcome.mode, "degraded": outcome.degraded, "hits": [asdict(h) for h in outcome.hits]}))
         return 0
     if outcome.degraded:
         print(f"note: {outcome.degraded}", file=sys.stderr)
-    if getattr(args, "explain", False):
+    if args.explain:
         dates = f"   dates: {', '.join(outcome.dates)}" if outcome.dates else ""
         print(f"terms: {' '.join(outcome.terms) or '-'}   mode: {outcome.mode}{dates}")
         for text in outcome.embedded:
             print(f"embedded: {text!r}")
     for h in outcome.hits:
         print(f"{h.kind}#{h.id}  {h.score:.3f}  {h.occurred_at:%Y-%m-%d %H:%M}  {h.text}")
-        if getattr(args, "explain", False):
+        if args.explain:
             parts = sorted(h.signals.items(), key=lambda kv: -kv[1])
             print("    " + ("  ".join(f"{name} +{value:.3f}" for name, value in parts) or "no signal"))
     return 0
-
-
-# ----- writes ------------------------------------------------------------------------------------
 
 
 def _read_json_records(source: str) -> list[dict[str, Any]]:
@@ -281,27 +170,21 @@ def _validated(records: list[dict[str, Any]], turn: bool) -> list[Any]:
 
 
 def cmd_write(settings: Settings, args: argparse.Namespace) -> int:
-    from mcp_server.dispatch import CeleryDispatcher
-    from tideline_core.store.context import insert_turns
-    from tideline_core.store.narratives import insert_narrative
-
     records = _read_json_records(args.json_file) if args.json_file else _records_from_flags(args)
     items = _validated(records, args.turn)  # every record is checked before anything is stored
     agent = _agent(settings, args)
     settings.ensure_home()
-    db = Database.open(settings.resolved_database_url)
-    try:
-        with db.write() as conn:  # one transaction: all records or none
-            if args.turn:
-                results: list[dict[str, Any]] = [{"id": i} for i in insert_turns(conn, agent, items)]
-            else:
-                results = [asdict(insert_narrative(conn, agent, item)) for item in items]
-    finally:
-        db.close()
-    dispatcher = CeleryDispatcher(settings)
-    queued = dispatcher.enqueue_embed(agent) if settings.embedder != "none" else False
-    dispatcher.close()
-    embedding = "queued" if queued else ("off" if settings.embedder == "none" else "pending (broker unreachable)")
+    with open_service(settings) as service:
+        if args.turn:
+            recorded = service.record_turns(agent, items)
+            results: list[dict[str, Any]] = [{"id": i} for i in recorded.ids]
+            queued = recorded.queued
+        else:
+            written = service.write_narratives(agent, items)
+            results = [{"id": w.id, "weight": w.weight, "recurrence": w.recurrence} for w in written]
+            queued = all(w.queued for w in written)
+        embeds = service.embeds
+    embedding = "off" if not embeds else ("queued" if queued else "pending (broker unreachable)")
     for result in results:
         print(_dump({**result, "agent": agent, "embedding": embedding}))
     return 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from tideline_cli import eval_cmd, organize_cmd
-from tideline_core.errors import InvalidInput, TidelineError
+from tideline_cli import evaluate, stages
+from tideline_core.errors import TidelineError
 from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 from tideline_core.settings import Settings
 
@@ -136,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     turn.add_argument("--metadata", help="a JSON object")
     turn.add_argument("--created-at", help="ISO date/time (default: now)")
 
-    eval_cmd.add_parser(sub)
-    organize_cmd.add_parsers(sub)  # recluster, refresh, graph, scan
+    evaluate.add_parser(sub)
+    stages.add_parsers(sub)  # one command per dream stage
     return parser
 
 
@@ -152,20 +152,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings()
     except ValidationError as exc:
         return fail(f"invalid settings: {exc}")
-    from tideline_cli import commands
+    from tideline_cli import commands, processes
 
-    if args.command in ("status", "search", "write", "recluster", "refresh", "graph", "scan"):
+    if args.command in ("status", "search", "write") or stages.is_stage(args.command):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
-    if args.command in organize_cmd.JOBS:
-        handler = organize_cmd.cmd_job
+    handler: Callable[[Settings, argparse.Namespace], int]
+    if stages.is_stage(args.command):
+        handler = stages.cmd_stage
+    elif args.command == "eval":
+        handler = evaluate.run
+    elif args.command in ("up", "serve", "worker", "beat", "flower"):
+        handler = getattr(processes, f"cmd_{args.command}")
     else:
-        handler = eval_cmd.run if args.command == "eval" else getattr(commands, f"cmd_{args.command}")
+        handler = getattr(commands, f"cmd_{args.command}")
     try:
         return int(handler(settings, args) or 0)
-    except InvalidInput as exc:
-        return fail(str(exc))
     except TidelineError as exc:
         return fail(str(exc))
     except KeyboardInterrupt:

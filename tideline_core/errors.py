@@ -7,7 +7,6 @@ TidelineError
 ├── ConfigurationError      settings that cannot work together
 └── TransientError          worth retrying later
     ├── EmbedderUnavailable the embedding backend failed or timed out
-    ├── LLMUnavailable      the DREAM chat endpoint failed or timed out
     └── BrokerUnavailable   the Celery broker could not take a message
 """
 
@@ -45,10 +44,6 @@ class TransientError(TidelineError):
 
 class EmbedderUnavailable(TransientError):
     """The embedding backend failed, timed out, or is switched off."""
-
-
-class LLMUnavailable(TransientError):
-    """The OpenAI-compatible chat endpoint failed or timed out."""
 
 
 class BrokerUnavailable(TransientError):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tideline_core.embedders import Embedder
-from tideline_core.store.context import preceding_window
+from tideline_core.embedding import Embedder
 from tideline_core.store.database import Database
-from tideline_core.store.vectors import KINDS, pending_rows, save_embeddings
+from tideline_core.store.embeddings import KINDS, pending_rows, save_embeddings
+from tideline_core.store.turns import turn_windows
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def embed_pending(
             texts = [r.text for r in rows]
             if kind == "context":
                 with db.read() as conn:
-                    window = preceding_window(conn, [r.id for r in rows])
+                    window = turn_windows(conn, [r.id for r in rows])
                 vectors = embedder.passages(texts + [window.get(r.id, r.text) for r in rows])
                 base, ctx = vectors[: len(rows)], vectors[len(rows) :]
                 with db.write() as conn:

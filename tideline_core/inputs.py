@@ -1,4 +1,4 @@
-"""Validated write and query inputs (pydantic, the boundary): every rule names its field."""
+"""Validated inputs (pydantic, the boundary): writes, searches and reads; every rule names its field."""
 
 from __future__ import annotations
 
@@ -193,6 +193,85 @@ class SearchIn(_Input):
         if not value and not info.data.get("conversation"):
             raise ValueError("should have at least 1 character (or give recent conversation lines)")
         return value
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+class RecallQuery(_Input):
+    limit: StrictInt = Field(default=10, ge=1, le=100)
+    narrative_type: NarrativeType | None = None
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
+    since: datetime | None = None
+    until: datetime | None = None
+    order: Literal["recent", "weight"] = "recent"
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _bounds(cls, value: Any) -> datetime | None:
+        return _instant(value, "since/until")
+
+
+class TimelineQuery(_Input):
+    session_id: str = Field(default="", max_length=256)
+    limit: StrictInt = Field(default=50, ge=1, le=500)
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _bounds(cls, value: Any) -> datetime | None:
+        return _instant(value, "since/until")
+
+
+class ProfilesQuery(_Input):
+    entity: str | None = Field(default=None, max_length=128)
+    kind: ProfileKind | None = None
+    with_history: StrictBool = False
+
+
+class SelfConceptQuery(_Input):
+    kind: SelfConceptKind | None = None
+    with_history: StrictBool = False
+
+
+class ThreadsQuery(_Input):
+    status: ThreadStatus | None = None
+    limit: StrictInt = Field(default=20, ge=1, le=100)
+
+
+class SnapshotQuery(_Input):
+    limit: StrictInt = Field(default=1, ge=1, le=50)
+
+
+class GraphQuery(_Input):
+    entity: str | None = Field(default=None, min_length=1, max_length=128)
+    other: str | None = Field(default=None, min_length=1, max_length=128)
+    top: StrictInt = Field(default=20, ge=1, le=200)
+
+    @field_validator("other", mode="after")
+    @classmethod
+    def _pair_needs_entity(cls, other: str | None, info: ValidationInfo) -> str | None:
+        if other is not None and info.data.get("entity") is None:
+            raise ValueError("needs `entity` too: give both to see how two entities relate")
+        return other
+
+
+class HeatmapQuery(_Input):
+    days: StrictInt = Field(default=7, ge=1, le=365)
+
+
+class SoftClustersQuery(_Input):
+    label: StrictInt | None = Field(default=None, ge=0)
+    query: str | None = Field(default=None, min_length=1, max_length=2000)
+    limit: StrictInt = Field(default=20, ge=1, le=200)
+
+
+class TopicsQuery(_Input):
+    limit: StrictInt = Field(default=25, ge=1, le=200)
+    sample: StrictInt = Field(default=3, ge=0, le=20)
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

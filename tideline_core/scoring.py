@@ -1,4 +1,13 @@
-"""Narrative weight, recurrence and anti-inflation: one definition of each (DESIGN §4)."""
+"""Narrative weight, recurrence and anti-inflation: one definition of each.
+
+- Weight = (importance×0.35 + emotional×0.25 + recurrence×0.25 + unresolved×0.15) / 5, from
+  integer scores 1–5, so it lies in [0.2, 1.0] and a default memory (all threes) weighs 0.6.
+- Recurrence: how many *other* narratives of the agent share at least one tag, mapped 0→1,
+  1–2→2, 3–5→3, 6–10→4, ≥11→5; a narrative without tags gets 3. Set at write time and refreshed
+  for the whole agent by the dream's refresh stage.
+- Anti-inflation: when the mean weight of an agent's 20 newest narratives exceeds 0.7, those 20
+  are scaled by 0.6/mean. It never raises a weight, keeps every weight in [0, 1] and is idempotent.
+"""
 
 from __future__ import annotations
 
@@ -36,25 +45,6 @@ def recurrence_score(shared_count: int | None) -> int:
     return 5
 
 
-def recurrence_counts(tags_by_narrative: Mapping[int, Sequence[str]]) -> dict[int, int | None]:
-    """For each narrative, how many *other* narratives share at least one of its tags (None: no tags)."""
-    holders: dict[str, set[int]] = {}
-    for narrative_id, tags in tags_by_narrative.items():
-        for tag in set(tags):
-            holders.setdefault(tag, set()).add(narrative_id)
-    counts: dict[int, int | None] = {}
-    for narrative_id, tags in tags_by_narrative.items():
-        if not tags:
-            counts[narrative_id] = None
-            continue
-        others: set[int] = set()
-        for tag in set(tags):
-            others |= holders[tag]
-        others.discard(narrative_id)
-        counts[narrative_id] = len(others)
-    return counts
-
-
 def deflate(weights: Sequence[float]) -> list[float]:
     """Anti-inflation over an agent's most recent narratives (newest first, window of 20).
 
@@ -77,9 +67,9 @@ _RECURRENCE_SATURATION = 11
 
 
 def recurrence_scores(tags_by_narrative: Mapping[int, Sequence[str]]) -> dict[int, int]:
-    """`recurrence_score(recurrence_counts(...)[id])` for every narrative, in time linear in the tags.
+    """`recurrence_score` of every narrative (tags by narrative id in), in time linear in the tags.
 
-    `recurrence_counts` unions every holder set of every tag, which grows with N² when tags are
+    Counting the other narratives behind every tag of every narrative grows with N² when tags are
     popular (26 s for 100k narratives); counting stops once the score can no longer rise.
     """
     holders: dict[str, set[int]] = {}

@@ -11,8 +11,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tideline_core.errors import TidelineError
 from tideline_core.settings import Settings
-from tideline_core.store.events import record_task_event
-from tideline_core.store.vectors import VIEWS, mark_stale
 from workers.queues import ROUTES, Queue, TaskName
 from workers.resources import all_resources, attach, resources_of
 from workers.schedule import beat_schedule
@@ -78,7 +76,7 @@ def create_app(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=2,
         # A write must never hang on a dead broker: one quick retry, then the publish fails and the
-        # reconciler picks the work up later (outbox, DESIGN §3).
+        # reconciler picks the work up later (the outbox).
         task_publish_retry=True,
         task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2},
         result_expires=RESULT_EXPIRES,
@@ -108,12 +106,11 @@ def _re_embed_when_model_changed(sender: Any = None, **_: Any) -> None:
     app = getattr(sender, "app", None)
     if app is None:
         return
-    resources = resources_of(app)
-    if not resources.embeds:
+    service = resources_of(app).service
+    if not service.embeds:
         return
     try:
-        with resources.db.write() as conn:
-            changed = sum(mark_stale(conn, resources.embedder.model, view) for view in VIEWS)
+        changed = service.mark_stale_embeddings()
     except (SQLAlchemyError, TidelineError):
         log.exception("could not check embeddings for a model change")
         return
@@ -131,15 +128,9 @@ def _record(task: Task | None, task_id: str | None, state: str, detail: str, kwa
         return  # a task of some other app in this process
     agent_id = str((kwargs or {}).get("agent_id") or "")
     try:
-        with resources.db.write() as conn:
-            record_task_event(
-                conn,
-                task_name=task.name,
-                task_id=task_id or "",
-                agent_id=agent_id,
-                state=state,
-                detail=detail[:DETAIL_LIMIT],
-            )
+        resources.service.record_task_event(
+            task_name=task.name, task_id=task_id or "", agent_id=agent_id, state=state, detail=detail[:DETAIL_LIMIT]
+        )
     except SQLAlchemyError:
         log.exception("could not record a %s event for task %s", state, task_id)
 

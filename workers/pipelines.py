@@ -1,12 +1,12 @@
 """Task chains, all in one file: the nightly dream of one agent as a chain of immutable signatures.
 
-    nightly(agent) ── takes the agent's lock ──▶ scan → refresh → recluster → entity_graph → release_lock
-                                                 (any stage fails: the errback releases the lock)
+    nightly(agent) ── takes the agent's lock ──▶ run_stage(s) for each nightly stage, in registry order
+                                                 → release_lock (any stage fails: the errback releases it)
 
-Every stage takes (agent_id, lock_token, day): the token proves the stage runs for the chain that
-holds the lock (and extends it), the day files all stages of one night under the same dream_runs
-key even when the chain crosses midnight. Signatures are built by task name, so this module never
-imports a task.
+The stages and their order come from `tideline_core.dream.registry`. Every stage signature carries
+(stage, agent_id, lock_token, day): the token proves the stage runs for the chain that holds the
+lock (and extends it), the day files all stages of one night under the same dream_runs key even
+when the chain crosses midnight. Signatures are built by task name, so this module never imports a task.
 """
 
 from __future__ import annotations
@@ -15,19 +15,11 @@ from celery import Celery, chain
 from celery.canvas import Signature
 from celery.result import AsyncResult
 
+from tideline_core.dream import nightly_stages
 from tideline_core.settings import Settings
 from workers.app import time_limits
 from workers.queues import TaskName
 
-# The order the stages run in. The LLM DREAM stages (DESIGN §3) slot into this tuple: solidify right
-# after SCAN (it reads the scan and advances the watermark), comb / night drift / symbolic dream after
-# ENTITY_GRAPH. Each must accept (agent_id, lock_token, day) like the stages below.
-NIGHTLY_STAGES: tuple[TaskName, ...] = (
-    TaskName.SCAN,
-    TaskName.REFRESH,
-    TaskName.RECLUSTER,
-    TaskName.ENTITY_GRAPH,
-)
 LOCK_MARGIN_SECONDS = 60
 
 
@@ -38,7 +30,7 @@ def nightly_lock_ttl(settings: Settings) -> int:
     keeps its lock as long as each wait-plus-stage fits in this span.
     """
     hard, _soft = time_limits(settings)
-    return (len(NIGHTLY_STAGES) + 1) * hard + LOCK_MARGIN_SECONDS
+    return (len(nightly_stages()) + 1) * hard + LOCK_MARGIN_SECONDS
 
 
 def release_signature(app: Celery, agent_id: str, token: str) -> Signature:
@@ -47,8 +39,14 @@ def release_signature(app: Celery, agent_id: str, token: str) -> Signature:
 
 def nightly_chain(app: Celery, agent_id: str, token: str, day: str) -> Signature:
     """The stages in order, then the lock release; immutable, so no stage receives another's result."""
-    stage_kwargs = {"agent_id": agent_id, "lock_token": token, "day": day}
-    stages = [app.signature(str(name), kwargs=stage_kwargs, immutable=True) for name in NIGHTLY_STAGES]
+    stages = [
+        app.signature(
+            str(TaskName.RUN_STAGE),
+            kwargs={"stage": stage.name, "agent_id": agent_id, "lock_token": token, "day": day},
+            immutable=True,
+        )
+        for stage in nightly_stages()
+    ]
     return chain(*stages, release_signature(app, agent_id, token), app=app)
 
 

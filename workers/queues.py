@@ -1,6 +1,6 @@
 """Queues, task names and routes: the one place that says which work runs where.
 
-Publishers (the MCP server's dispatch module, the CLI) import only this module, never the tasks.
+Publishers (the job queue, the pipelines) import only this module, never the tasks.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from enum import StrEnum
 class Queue(StrEnum):
     # Short tasks, many workers, any order: embeddings, attention logging, imports, reconciling.
     INGEST = "ingest"
-    # Long tasks, one at a time per worker (prefetch 1): clustering, refreshes, the nightly DREAM chain.
+    # Long tasks, one at a time per worker (prefetch 1): the dream stages and the nightly chain.
     DREAM = "dream"
 
 
@@ -20,10 +20,8 @@ class TaskName(StrEnum):
     LOG_ATTENTION = "tideline.ingest.log_attention"
     RECONCILE = "tideline.ingest.reconcile"
     IMPORT_TURNS = "tideline.ingest.import_turns"
-    RECLUSTER = "tideline.dream.recluster"
-    REFRESH = "tideline.dream.refresh"
-    ENTITY_GRAPH = "tideline.dream.entity_graph"
-    SCAN = "tideline.dream.scan"
+    # Every dream stage of tideline_core.dream.registry runs through this one task, by name.
+    RUN_STAGE = "tideline.dream.run_stage"
     NIGHTLY = "tideline.dream.nightly"
     NIGHTLY_ALL = "tideline.dream.nightly_all"
     RELEASE_LOCK = "tideline.dream.release_lock"
@@ -34,10 +32,7 @@ QUEUE_OF: dict[TaskName, Queue] = {
     TaskName.LOG_ATTENTION: Queue.INGEST,
     TaskName.RECONCILE: Queue.INGEST,
     TaskName.IMPORT_TURNS: Queue.INGEST,
-    TaskName.RECLUSTER: Queue.DREAM,
-    TaskName.REFRESH: Queue.DREAM,
-    TaskName.ENTITY_GRAPH: Queue.DREAM,
-    TaskName.SCAN: Queue.DREAM,
+    TaskName.RUN_STAGE: Queue.DREAM,
     TaskName.NIGHTLY: Queue.DREAM,
     TaskName.NIGHTLY_ALL: Queue.DREAM,
     TaskName.RELEASE_LOCK: Queue.DREAM,

@@ -1,4 +1,4 @@
-"""Per-process worker resources (database, embedder, vector index), built lazily from the app's settings."""
+"""Per-process worker resources: the composed service and a Redis client for the dream locks, built lazily."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import weakref
 import redis
 from celery import Celery
 
-from tideline_core.embedders import Embedder, build_embedder
+from tideline_core.compose import compose
 from tideline_core.errors import ConfigurationError
-from tideline_core.search.vectors import VectorIndex
+from tideline_core.service import Service
 from tideline_core.settings import Settings
-from tideline_core.store.database import Database
+from workers.jobqueue import CeleryJobQueue
 from workers.locks import redis_client_url
 
 log = logging.getLogger(__name__)
@@ -25,33 +25,18 @@ class WorkerResources:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._db: Database | None = None
-        self._embedder: Embedder | None = None
-        self._index: VectorIndex | None = None
+        self._service: Service | None = None
+        self._jobs: CeleryJobQueue | None = None
         self._redis: redis.Redis | None = None
 
     @property
-    def db(self) -> Database:
+    def service(self) -> Service:
         with self._lock:
-            if self._db is None:
-                # Migrations are run by the composition root (`tideline up`, tests); the worker only opens.
-                self._db = Database.open(self.settings.resolved_database_url, run_migrations=False)
-            return self._db
-
-    @property
-    def embedder(self) -> Embedder:
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = build_embedder(self.settings)
-            return self._embedder
-
-    @property
-    def index(self) -> VectorIndex:
-        db, model = self.db, self.embedder.model
-        with self._lock:
-            if self._index is None:
-                self._index = VectorIndex(db, model)
-            return self._index
+            if self._service is None:
+                self._jobs = CeleryJobQueue(self.settings)
+                # Migrations are run by the process that starts the workers (`tideline worker`, `up`, tests).
+                self._service = compose(self.settings, jobs=self._jobs, migrate=False)
+            return self._service
 
     @property
     def redis(self) -> redis.Redis:
@@ -65,28 +50,25 @@ class WorkerResources:
                 )
             return self._redis
 
-    @property
-    def embeds(self) -> bool:
-        """False when the deployment runs keyword-only (TIDELINE_EMBEDDER=none)."""
-        return self.settings.embedder != "none"
-
     def forget_after_fork(self) -> None:
         """In a freshly forked child: drop the parent's handles without closing its connections."""
         with self._lock:
-            if self._db is not None:
-                self._db.engine.dispose(close=False)
-            self._db = None
-            self._index = None
+            if self._service is not None:
+                self._service.db.engine.dispose(close=False)
+            self._service = None
+            self._jobs = None
             self._redis = None  # its pool checks the pid and reconnects, but a child should not share it
 
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                self._db.close()
+            if self._service is not None:
+                self._service.close()
+            if self._jobs is not None:
+                self._jobs.close()
             if self._redis is not None:
                 self._redis.close()
-            self._db = None
-            self._index = None
+            self._service = None
+            self._jobs = None
             self._redis = None
 
 

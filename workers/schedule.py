@@ -15,7 +15,7 @@ NIGHTLY_EXPIRES_SECONDS = 6 * 3600
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     interval = settings.reconcile_interval_seconds
     return {
-        # The outbox sweep (DESIGN §3): a write whose enqueue failed (broker down) or whose task was
+        # The outbox sweep: a write whose enqueue failed (broker down) or whose task was
         # lost is still pending in the database; re-enqueue its embedding once it is past the grace
         # period. Expires after one interval: a late sweep is pointless when the next one is due.
         "reconcile-pending-embeddings": {
@@ -23,7 +23,7 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": float(interval),
             "options": {"expires": float(interval)},
         },
-        # The nightly dream (DESIGN §3): one fan-out task starts a chain per agent with narratives,
+        # The nightly dream: one fan-out task starts a chain per agent with narratives,
         # at TIDELINE_DREAM_HOUR_UTC when agents are quiet. Expires after six hours: a fan-out still
         # queued by then would dream into the working day, and tomorrow's run covers everything
         # (every stage works over the agent's whole state, so a skipped night loses nothing).

@@ -10,3 +10,6 @@ from mcp_server.tools import context, narratives, organize, profiles, status
 def register_all(server: MCPServer) -> None:
     for module in (narratives, context, profiles, status, organize):
         module.register(server)
+
+
+__all__ = ["register_all"]

@@ -42,11 +42,11 @@ def _properties(model: type[BaseModel]) -> dict[str, Any]:
     return dict(model.model_json_schema()["properties"])
 
 
-def _schema(model: type[BaseModel], field: str, description: str, override: dict[str, Any] | None) -> dict[str, Any]:
-    schema = dict(override) if override is not None else dict(_properties(model)[field])
-    schema.pop("title", None)
-    schema["description"] = description
-    return schema
+def described(schema: dict[str, Any], description: str) -> WithJsonSchema:
+    """A tool argument published with `schema` and `description` (for arguments no core model field declares)."""
+    published = {key: value for key, value in schema.items() if key != "title"}
+    published["description"] = description
+    return WithJsonSchema(published)
 
 
 def spec(model: type[BaseModel], field: str, description: str, schema: dict[str, Any] | None = None) -> WithJsonSchema:
@@ -56,7 +56,7 @@ def spec(model: type[BaseModel], field: str, description: str, schema: dict[str,
     leaves JSON-looking text alone) and `Annotated[Any, spec(...)]` for everything else (numbers,
     lists, objects, enums, dates), which only the core model validates.
     """
-    return WithJsonSchema(_schema(model, field, description, schema))
+    return described(schema if schema is not None else _properties(model)[field], description)
 
 
 def app_of(ctx: Context) -> AppContext:

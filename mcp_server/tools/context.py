@@ -7,14 +7,9 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
-from mcp_server.context import AppContext
 from mcp_server.models import SearchResult, Timeline, Turn, TurnRecorded
-from mcp_server.queries import TimelineQuery
 from mcp_server.tools._edge import DATE_SCHEMA, READ, WRITE, app_of, given, offload, spec, tool_errors
-from mcp_server.tools.search import run_search
-from tideline_core.inputs import ContextTurnIn, SearchIn, parse
-from tideline_core.records import ContextTurnRecord
-from tideline_core.store import context as turns
+from tideline_core.inputs import ContextTurnIn, SearchIn, TimelineQuery, parse
 
 Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke: user, assistant, system or tool.")]
 Content = Annotated[str, spec(ContextTurnIn, "content", "The full text of the turn, verbatim (≤ 100000 chars).")]
@@ -74,15 +69,8 @@ async def context_record(
                 created_at=created_at,
             ),
         )
-        turn_id, queued = await offload(_record, app, agent, turn)
-    return TurnRecorded(id=turn_id, session_id=turn.session_id, queued=queued)
-
-
-def _record(app: AppContext, agent: str, turn: ContextTurnIn) -> tuple[int, bool]:
-    with app.db.write() as conn:
-        (turn_id,) = turns.insert_turns(conn, agent, [turn])
-    # After the commit: the turn is durable whatever the broker does (the reconciler re-sends lost work).
-    return turn_id, app.dispatcher.enqueue_embed(agent)
+        recorded = await offload(app.service.record_turns, agent, [turn])
+    return TurnRecorded(id=recorded.ids[0], session_id=turn.session_id, queued=recorded.queued)
 
 
 async def context_search(
@@ -106,7 +94,8 @@ async def context_search(
     agent = app.resolve_agent()
     with tool_errors():
         params = parse(SearchIn, given(query=query, kinds="context", mode=mode, since=since, until=until, limit=limit))
-        return await offload(run_search, app, agent, params)
+        outcome = await offload(app.service.search, agent, params)
+    return SearchResult.of(params, outcome)
 
 
 async def context_timeline(
@@ -129,18 +118,8 @@ async def context_timeline(
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(TimelineQuery, given(session_id=session_id, limit=limit, since=since, until=until))
-        records = await offload(_timeline, app, agent, query)
+        records = await offload(app.service.timeline, agent, query)
     return Timeline(session_id=query.session_id or None, count=len(records), turns=[Turn.of(t) for t in records])
-
-
-def _timeline(app: AppContext, agent: str, query: TimelineQuery) -> list[ContextTurnRecord]:
-    with app.db.read() as conn:
-        if query.session_id:
-            return turns.timeline(
-                conn, agent, session_id=query.session_id, since=query.since, until=query.until, limit=query.limit
-            )
-        latest = turns.timeline(conn, agent, since=query.since, until=query.until, limit=query.limit, newest_first=True)
-    return latest[::-1]
 
 
 def register(server: MCPServer) -> None:

@@ -7,14 +7,9 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
-from mcp_server.context import AppContext
 from mcp_server.models import Amended, Narrative, NarrativeWritten, Recall, SearchResult
-from mcp_server.queries import RecallQuery
 from mcp_server.tools._edge import DATE_SCHEMA, READ, WRITE, app_of, given, offload, spec, tool_errors
-from mcp_server.tools.search import run_search
-from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, SearchIn, parse
-from tideline_core.records import NarrativeRecord, WrittenNarrative
-from tideline_core.store import narratives
+from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, RecallQuery, SearchIn, parse
 
 Gesture = Annotated[
     str, spec(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone (required, ≤ 2000 chars).")
@@ -160,15 +155,8 @@ async def memory_write(
                 occurred_at=occurred_at,
             ),
         )
-        written, queued = await offload(_write, app, agent, data)
-    return NarrativeWritten(id=written.id, weight=written.weight, recurrence=written.recurrence, queued=queued)
-
-
-def _write(app: AppContext, agent: str, data: NarrativeIn) -> tuple[WrittenNarrative, bool]:
-    with app.db.write() as conn:
-        written = narratives.insert_narrative(conn, agent, data)
-    # After the commit: the row is durable whatever the broker does; a lost publish is re-sent by the reconciler.
-    return written, app.dispatcher.enqueue_embed(agent)
+        written = await offload(app.service.write_narrative, agent, data)
+    return NarrativeWritten(id=written.id, weight=written.weight, recurrence=written.recurrence, queued=written.queued)
 
 
 async def memory_recall(
@@ -195,26 +183,8 @@ async def memory_recall(
             RecallQuery,
             given(limit=limit, narrative_type=narrative_type, tags=tags, since=since, until=until, order=order),
         )
-        records = await offload(_recall, app, agent, query)
+        records = await offload(app.service.recall, agent, query)
     return Recall(count=len(records), narratives=[Narrative.of(r) for r in records])
-
-
-def _recall(app: AppContext, agent: str, query: RecallQuery) -> list[NarrativeRecord]:
-    with app.db.read() as conn:
-        records = narratives.recall(
-            conn,
-            agent,
-            limit=query.limit,
-            narrative_type=query.narrative_type,
-            tags=query.tags,
-            since=query.since,
-            until=query.until,
-            order=query.order,
-        )
-    if records:
-        # A recall has no similarity score: the memory was asked for directly, so it counts as full attention.
-        app.dispatcher.enqueue_attention(agent, [(r.id, 1.0) for r in records], "recall")
-    return records
 
 
 async def memory_search(
@@ -248,7 +218,8 @@ async def memory_search(
                 query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit, conversation=recent_turns
             ),
         )
-        return await offload(run_search, app, agent, params)
+        outcome = await offload(app.service.search, agent, params)
+    return SearchResult.of(params, outcome)
 
 
 async def memory_amend(ctx: Context, narrative_id: NarrativeId, note: Note) -> Amended:
@@ -263,13 +234,8 @@ async def memory_amend(ctx: Context, narrative_id: NarrativeId, note: Note) -> A
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(AmendmentIn, given(narrative_id=narrative_id, note=note))
-        amendment_id = await offload(_amend, app, agent, data)
+        amendment_id = await offload(app.service.amend, agent, data)
     return Amended(id=amendment_id, narrative_id=data.narrative_id)
-
-
-def _amend(app: AppContext, agent: str, data: AmendmentIn) -> int:
-    with app.db.write() as conn:
-        return narratives.amend(conn, agent, data)
 
 
 def register(server: MCPServer) -> None:

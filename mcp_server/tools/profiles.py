@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from sqlalchemy import Connection
 
-from mcp_server.context import AppContext
 from mcp_server.models import (
     Profile,
     Profiles,
@@ -24,12 +21,18 @@ from mcp_server.models import (
     Threads,
     ThreadWritten,
 )
-from mcp_server.queries import ProfilesQuery, SelfConceptQuery, SnapshotQuery, ThreadsQuery
 from mcp_server.tools._edge import READ, WRITE, app_of, given, offload, spec, tool_errors
-from tideline_core.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn, parse
-from tideline_core.store import profiles as store
-
-T = TypeVar("T")
+from tideline_core.inputs import (
+    ProfileIn,
+    ProfilesQuery,
+    SelfConceptIn,
+    SelfConceptQuery,
+    SnapshotIn,
+    SnapshotQuery,
+    ThreadIn,
+    ThreadsQuery,
+    parse,
+)
 
 Entity = Annotated[
     str, spec(ProfileIn, "entity", "Who or what the profile is about, e.g. a person's name or 'self' (≤ 128 chars).")
@@ -84,16 +87,6 @@ SnapshotLimit = Annotated[
 ]
 
 
-def _write(app: AppContext, work: Callable[[Connection], T]) -> T:
-    with app.db.write() as conn:
-        return work(conn)
-
-
-def _read(app: AppContext, work: Callable[[Connection], T]) -> T:
-    with app.db.read() as conn:
-        return work(conn)
-
-
 async def memory_write_profile(
     ctx: Context, entity: Entity, kind: ProfileKindArg, content: ProfileContent, pinned: Pinned = False
 ) -> ProfileWritten:
@@ -109,7 +102,7 @@ async def memory_write_profile(
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(ProfileIn, given(entity=entity, kind=kind, content=content, pinned=pinned))
-        profile_id, version = await offload(_write, app, lambda conn: store.upsert_profile(conn, agent, data))
+        profile_id, version = await offload(app.service.write_profile, agent, data)
     return ProfileWritten(id=profile_id, entity=data.entity, kind=data.kind, version=version)
 
 
@@ -127,13 +120,7 @@ async def memory_read_profiles(
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(ProfilesQuery, given(entity=entity or None, kind=kind, with_history=with_history))
-        records = await offload(
-            _read,
-            app,
-            lambda conn: store.read_profiles(
-                conn, agent, entity=query.entity, kind=query.kind, with_history=query.with_history
-            ),
-        )
+        records = await offload(app.service.profiles, agent, query)
     return Profiles(count=len(records), profiles=[Profile.of(p) for p in records])
 
 
@@ -152,7 +139,7 @@ async def memory_write_self_concept(
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(SelfConceptIn, given(kind=kind, key=key, content=content))
-        entry_id, version = await offload(_write, app, lambda conn: store.upsert_self_concept(conn, agent, data))
+        entry_id, version = await offload(app.service.write_self_concept, agent, data)
     return SelfConceptWritten(id=entry_id, kind=data.kind, key=data.key, version=version)
 
 
@@ -167,11 +154,7 @@ async def memory_read_self_concept(
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(SelfConceptQuery, given(kind=kind, with_history=with_history))
-        records = await offload(
-            _read,
-            app,
-            lambda conn: store.read_self_concept(conn, agent, kind=query.kind, with_history=query.with_history),
-        )
+        records = await offload(app.service.self_concept, agent, query)
     return SelfConcept(count=len(records), entries=[SelfConceptEntry.of(s) for s in records])
 
 
@@ -196,7 +179,7 @@ async def memory_write_thread(
         data = parse(
             ThreadIn, given(title=title, content=content, status=status, priority=priority, thread_id=thread_id)
         )
-        written_id = await offload(_write, app, lambda conn: store.write_thread(conn, agent, data))
+        written_id = await offload(app.service.write_thread, agent, data)
     return ThreadWritten(id=written_id, status=data.status, created=data.thread_id is None)
 
 
@@ -211,9 +194,7 @@ async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: 
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(ThreadsQuery, given(status=status, limit=limit))
-        records = await offload(
-            _read, app, lambda conn: store.read_threads(conn, agent, status=query.status, limit=query.limit)
-        )
+        records = await offload(app.service.threads, agent, query)
     return Threads(count=len(records), threads=[Thread.of(t) for t in records])
 
 
@@ -229,7 +210,7 @@ async def memory_write_snapshot(ctx: Context, content: SnapshotContent, mood: Mo
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(SnapshotIn, given(content=content, mood=mood))
-        snapshot_id = await offload(_write, app, lambda conn: store.write_snapshot(conn, agent, data))
+        snapshot_id = await offload(app.service.write_snapshot, agent, data)
     return SnapshotWritten(id=snapshot_id)
 
 
@@ -242,7 +223,7 @@ async def memory_read_snapshot(ctx: Context, limit: SnapshotLimit = 1) -> Snapsh
     agent = app.resolve_agent()
     with tool_errors():
         query = parse(SnapshotQuery, given(limit=limit))
-        records = await offload(_read, app, lambda conn: store.read_snapshots(conn, agent, limit=query.limit))
+        records = await offload(app.service.snapshots, agent, query)
     return Snapshots(count=len(records), snapshots=[Snapshot.of(s) for s in records])
 
 

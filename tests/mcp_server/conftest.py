@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp_helpers import RecordingDispatcher
+from mcp_helpers import RecordingJobQueue
 
 from tideline_core.settings import Settings
 
@@ -16,8 +16,8 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def dispatcher() -> RecordingDispatcher:
-    return RecordingDispatcher()
+def dispatcher() -> RecordingJobQueue:
+    return RecordingJobQueue()
 
 
 @pytest.fixture

@@ -14,22 +14,24 @@ from tideline_core.settings import Settings
 
 
 @dataclass
-class RecordingDispatcher:
-    """A broker stand-in that remembers what the server asked it to enqueue (for tests of the read/write path)."""
+class RecordingJobQueue:
+    """A job queue stand-in that remembers what the server asked of it (for tests of the read/write path)."""
 
     embeds: list[str] = field(default_factory=list)
     attention: list[tuple[str, list[tuple[int, float]], str]] = field(default_factory=list)
+    stages: list[tuple[str, str]] = field(default_factory=list)
 
-    def enqueue_embed(self, agent_id: str) -> bool:
+    def embed(self, agent_id: str) -> bool:
         self.embeds.append(agent_id)
         return True
 
-    def enqueue_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
         self.attention.append((agent_id, list(hits), source))
         return True
 
-    def enqueue_trigger(self, agent_id: str, job: str) -> str | None:
-        return None
+    def start_stage(self, agent_id: str, stage: str) -> str | None:
+        self.stages.append((agent_id, stage))
+        return f"task-{len(self.stages)}"
 
     def queue_depths(self) -> dict[str, int] | None:
         return {"ingest": 0, "dream": 0}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_helpers import RecordingDispatcher, call, refused, row_count
+from mcp_helpers import RecordingJobQueue, call, refused, row_count
 
 from mcp_server.app import create_server
 from tideline_core.settings import Settings
@@ -40,9 +40,9 @@ BAD_WRITES: list[tuple[str, dict[str, Any], str, str]] = [
     ("arguments", "field", "rule"), [case[1:] for case in BAD_WRITES], ids=[case[0] for case in BAD_WRITES]
 )
 async def test_a_bad_memory_write_names_the_field_and_the_rule_and_stores_nothing(
-    local_settings: Settings, dispatcher: RecordingDispatcher, arguments: dict[str, Any], field: str, rule: str
+    local_settings: Settings, dispatcher: RecordingJobQueue, arguments: dict[str, Any], field: str, rule: str
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         error = await refused(client, "memory_write", **arguments)
     assert f"{field}:" in error and rule in error, error
     assert "validation error for" not in error  # our message, not a pydantic dump
@@ -145,14 +145,14 @@ BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
 )
 async def test_every_other_write_refuses_bad_input_the_same_way(
     local_settings: Settings,
-    dispatcher: RecordingDispatcher,
+    dispatcher: RecordingJobQueue,
     tool: str,
     arguments: dict[str, Any],
     field: str,
     rule: str,
     table: str,
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         error = await refused(client, tool, **arguments)
     assert f"{field}:" in error and rule in error, error
     assert row_count(local_settings, table) == 0
@@ -175,13 +175,13 @@ BAD_READS: list[tuple[str, str, dict[str, Any], str, str]] = [
 )
 async def test_reads_refuse_bad_arguments_with_the_field_named(
     local_settings: Settings,
-    dispatcher: RecordingDispatcher,
+    dispatcher: RecordingJobQueue,
     tool: str,
     arguments: dict[str, Any],
     field: str,
     rule: str,
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         error = await refused(client, tool, **arguments)
     assert f"{field}:" in error and rule in error, error
 
@@ -200,10 +200,10 @@ FTS_TEXT = [
 
 
 async def test_fts_syntax_in_a_query_is_searched_as_plain_text(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     texts = [text for text, _ in FTS_TEXT]
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         ids = {text: (await call(client, "memory_write", gesture=text))["id"] for text in texts}
         await call(client, "memory_write", gesture="nothing special here")
         for text, query in FTS_TEXT:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp_helpers import RecordingDispatcher, call
+from mcp_helpers import RecordingJobQueue, call
 
 from mcp_server.app import create_server
 from tideline_core.settings import Settings
@@ -25,7 +25,7 @@ def closed_port() -> int:
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
 async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_down(
-    local_settings: Settings, dispatcher: RecordingDispatcher, mode: str
+    local_settings: Settings, dispatcher: RecordingJobQueue, mode: str
 ) -> None:
     settings = local_settings.model_copy(
         update={
@@ -34,7 +34,7 @@ async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_do
             "query_embedding_timeout": 1.0,
         }
     )
-    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="我们在公园里讨论了新的服务")
         started = time.monotonic()
         found = await call(client, "memory_search", query="公园", mode=mode)
@@ -47,7 +47,7 @@ async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_do
 
 
 async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     settings = local_settings.model_copy(
         update={
@@ -55,19 +55,19 @@ async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
             "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch",
         }
     )
-    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="a quiet morning")
         found = await call(client, "memory_search", query="morning", mode="keyword")
     assert found["degraded"] is None and found["mode"] == "keyword" and len(found["hits"]) == 1
 
 
 async def test_a_model_cache_that_cannot_be_written_leaves_search_keyword_only_and_names_the_setting(
-    local_settings: Settings, dispatcher: RecordingDispatcher, tmp_path: Path
+    local_settings: Settings, dispatcher: RecordingJobQueue, tmp_path: Path
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the model cache should be")
     settings = local_settings.model_copy(update={"embedder": "local", "model_cache": blocker / "models"})
-    async with Client(create_server(settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="我们在湖边讨论了搬家的计划")
         found = await call(client, "memory_search", query="搬家", mode="hybrid")
     assert found["mode"] == "keyword" and "TIDELINE_MODEL_CACHE" in found["degraded"]

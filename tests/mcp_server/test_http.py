@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import RecordingDispatcher, call, refused
+from mcp_helpers import RecordingJobQueue, call, refused
 
 from mcp_server.app import http_app
 from tideline_core.errors import ConfigurationError
@@ -38,11 +38,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(settings: Settings, dispatcher: RecordingDispatcher) -> Iterator[str]:
+def serving(settings: Settings, dispatcher: RecordingJobQueue) -> Iterator[str]:
     """The production HTTP app under uvicorn in a thread; yields its base URL."""
     server = uvicorn.Server(
         uvicorn.Config(
-            http_app(settings, dispatcher=dispatcher),
+            http_app(settings, jobs=dispatcher),
             host=settings.http_host,
             port=settings.http_port,
             log_config=None,
@@ -88,7 +88,7 @@ async def as_agent(url: str, token: str) -> AsyncIterator[Client]:
 
 
 async def test_each_token_reads_and_writes_only_its_own_agents_memory(
-    token_settings: Settings, dispatcher: RecordingDispatcher
+    token_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     with serving(token_settings, dispatcher) as url:
         async with as_agent(url, ALICE_TOKEN) as alice:
@@ -107,7 +107,7 @@ async def test_each_token_reads_and_writes_only_its_own_agents_memory(
 
 
 async def test_requests_without_a_valid_token_get_401_and_health_needs_none(
-    token_settings: Settings, dispatcher: RecordingDispatcher
+    token_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     with serving(token_settings, dispatcher) as url:
         async with httpx2.AsyncClient() as http:
@@ -122,7 +122,7 @@ async def test_requests_without_a_valid_token_get_401_and_health_needs_none(
 
 
 async def test_a_session_opened_with_one_token_cannot_be_used_with_another(
-    token_settings: Settings, dispatcher: RecordingDispatcher
+    token_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     with serving(token_settings, dispatcher) as url:
         async with httpx2.AsyncClient() as http:
@@ -149,7 +149,7 @@ async def test_a_session_opened_with_one_token_cannot_be_used_with_another(
 
 
 async def test_on_loopback_without_tokens_http_serves_the_configured_agent(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     settings = local_settings.model_copy(update={"http_host": "127.0.0.1", "http_port": free_port(), "http_tokens": ""})
     with serving(settings, dispatcher) as url:

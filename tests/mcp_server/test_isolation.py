@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp_helpers import RecordingDispatcher, call, refused
+from mcp_helpers import RecordingJobQueue, call, refused
 
 from mcp_server.app import create_server
 from tideline_core.settings import Settings
@@ -13,10 +13,10 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_an_agent_sees_none_of_another_agents_memories_turns_or_profiles(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    alice_server = create_server(local_settings, dispatcher=dispatcher)
-    bob_server = create_server(local_settings.model_copy(update={"agent": "bob"}), dispatcher=dispatcher)
+    alice_server = create_server(local_settings, jobs=dispatcher)
+    bob_server = create_server(local_settings.model_copy(update={"agent": "bob"}), jobs=dispatcher)
     async with Client(alice_server, raise_exceptions=True) as alice, Client(bob_server, raise_exceptions=True) as bob:
         turn = await call(
             alice, "context_record", role="user", content="alice's secret: the key is under the 花盆", session_id="s1"

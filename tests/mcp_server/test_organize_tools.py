@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_helpers import RecordingDispatcher, call, refused
-from organize_seed import TOPICS, gesture, seed
+from mcp_helpers import RecordingJobQueue, call, refused
+from seeds import TOPICS, gesture, seed
 
 from mcp_server.app import create_server
-from tideline_core.embedders import LocalE5Embedder, NoEmbedder
-from tideline_core.organize.clusters import rebuild_soft_clusters, rebuild_topics
-from tideline_core.organize.graph import rebuild_entity_graph
+from tideline_core.attention.store import log_hits
+from tideline_core.dream.clusters.store import rebuild_soft_clusters, rebuild_topics
+from tideline_core.dream.entities.store import rebuild_entity_graph
+from tideline_core.dream.runs import recent_runs
+from tideline_core.embedding import LOCAL_MODEL, NoEmbedder
 from tideline_core.settings import Settings
-from tideline_core.store.attention import log_hits
 from tideline_core.store.database import Database
-from tideline_core.store.dream_runs import recent_runs
 from tideline_core.timeutil import utcnow
 from workers import locks
 
@@ -30,10 +30,10 @@ def done_stages(db: Database) -> set[str]:
 
 
 async def test_a_recluster_triggered_through_the_tool_runs_on_the_worker_and_its_topics_become_visible(
-    settings: Settings, database: Database, celery_worker: Any, celery_dispatcher: Any, wait_until: Any
+    settings: Settings, database: Database, celery_worker: Any, celery_jobs: Any, wait_until: Any
 ) -> None:
     seed(database)
-    server = create_server(settings, dispatcher=celery_dispatcher, embedder=LocalE5Embedder())
+    server = create_server(settings, jobs=celery_jobs)
     async with Client(server, raise_exceptions=True) as client:
         before = await call(client, "memory_topics")
         assert before["count"] == 0 and "memory_trigger" in before["note"]
@@ -62,11 +62,11 @@ async def test_a_recluster_triggered_through_the_tool_runs_on_the_worker_and_its
 
 
 async def test_a_trigger_is_refused_clearly_while_the_nightly_dream_runs(
-    settings: Settings, database: Database, celery_dispatcher: Any, redis_client: Any
+    settings: Settings, database: Database, celery_jobs: Any, redis_client: Any
 ) -> None:
     token = locks.nightly_token("chain-1")
     locks.acquire(redis_client, "alice", token, 60)
-    async with Client(create_server(settings, dispatcher=celery_dispatcher, embedder=NoEmbedder())) as client:
+    async with Client(create_server(settings, jobs=celery_jobs, embedder=NoEmbedder())) as client:
         message = await refused(client, "memory_trigger", job="graph")
         assert "nightly dream for agent alice is running; try again later" in message
         locks.release(redis_client, "alice", token)
@@ -76,19 +76,19 @@ async def test_a_trigger_is_refused_clearly_while_the_nightly_dream_runs(
 async def test_a_trigger_with_the_broker_down_says_nothing_was_started_and_a_bad_job_is_named(
     local_settings: Settings,
 ) -> None:
-    from mcp_server.dispatch import CeleryDispatcher
+    from workers.jobqueue import CeleryJobQueue
 
-    down = CeleryDispatcher(local_settings)  # redis://127.0.0.1:1: nothing listens there
-    async with Client(create_server(local_settings, dispatcher=down)) as client:
+    down = CeleryJobQueue(local_settings)  # redis://127.0.0.1:1: nothing listens there
+    async with Client(create_server(local_settings, jobs=down)) as client:
         assert "nothing was started" in await refused(client, "memory_trigger", job="scan")
         assert "invalid input: job" in await refused(client, "memory_trigger", job="explode")
     down.close()
 
 
 async def test_the_graph_shows_top_nodes_one_entity_or_a_pair(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         assert "memory_trigger" in (await call(client, "memory_graph"))["note"]
         db = Database.open(local_settings.resolved_database_url)
         seed(db)
@@ -109,17 +109,17 @@ async def test_the_graph_shows_top_nodes_one_entity_or_a_pair(
 
 
 async def test_the_heatmap_attributes_hits_to_clusters_and_lists_the_deserts(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     db = Database.open(local_settings.resolved_database_url)
     ids = seed(db)
     rebuild_topics(db, "alice")
-    rebuild_soft_clusters(db, "alice", LocalE5Embedder.model)
+    rebuild_soft_clusters(db, "alice", LOCAL_MODEL)
     with db.write() as conn:  # three hits on garden memories today, one on a wedding memory ten days ago
         log_hits(conn, "alice", [(ids[0], 0.9), (ids[1], 0.8), (ids[2], 0.7)], "search", utcnow())
         log_hits(conn, "alice", [(ids[8], 0.9)], "t1", utcnow() - timedelta(days=10))
     db.close()
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         week = await call(client, "memory_attention_heatmap")
         month = await call(client, "memory_attention_heatmap", days=30)
         assert "invalid input: days" in await refused(client, "memory_attention_heatmap", days=0)

@@ -12,9 +12,9 @@ from mcp import Client
 from mcp_helpers import call, row_count
 
 from mcp_server.app import create_server
-from mcp_server.dispatch import CeleryDispatcher
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
+from workers.queues import TaskName
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -81,8 +81,8 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
 async def test_a_write_while_the_broker_is_down_succeeds_fast_and_is_embedded_once_it_is_back(
     settings: Settings,
     database: Database,
+    celery_app: Any,
     celery_worker: Any,
-    celery_dispatcher: CeleryDispatcher,
     wait_until: Callable[..., Any],
 ) -> None:
     with socket.socket() as probe:
@@ -101,7 +101,7 @@ async def test_a_write_while_the_broker_is_down_succeeds_fast_and_is_embedded_on
 
     # The broker is back (the worker's Redis): after the grace period the reconciler re-enqueues the row.
     wait_until(lambda: time.monotonic() - started > settings.reconcile_grace_seconds, timeout=5)
-    assert celery_dispatcher.enqueue_reconcile() is not None
+    celery_app.send_task(str(TaskName.RECONCILE))  # what beat does every interval
     wait_until(lambda: pending(settings) == 0, timeout=30, message="the reconciled row to be embedded")
     async with Client(create_server(settings), raise_exceptions=True) as client:
         pet = await call(client, "memory_search", query="a pet broke something", mode="dense", limit=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp_helpers import RecordingDispatcher, call, refused
+from mcp_helpers import RecordingJobQueue, call, refused
 
 from mcp_server.app import create_server
 from tideline_core.settings import Settings
@@ -37,9 +37,9 @@ TOOLS = {
 
 
 async def test_the_server_lists_every_tool_with_annotations_a_description_and_an_output_schema(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     for tool in tools.values():
@@ -54,9 +54,9 @@ async def test_the_server_lists_every_tool_with_annotations_a_description_and_an
 
 
 async def test_a_written_memory_is_keyword_searchable_at_once_in_chinese_and_english(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         park = await call(
             client,
             "memory_write",
@@ -83,9 +83,9 @@ async def test_a_written_memory_is_keyword_searchable_at_once_in_chinese_and_eng
 
 
 async def test_a_search_naming_a_date_says_so_and_puts_what_happened_then_first(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         spring = await call(client, "memory_write", gesture="去海边放风筝", occurred_at="2023-04-09T10:00:00Z")
         await call(client, "memory_write", gesture="去海边放风筝", occurred_at="2023-08-16T10:00:00Z")
         found = await call(client, "memory_search", query="2023年4月去海边放风筝")
@@ -95,9 +95,9 @@ async def test_a_search_naming_a_date_says_so_and_puts_what_happened_then_first(
 
 
 async def test_search_without_an_embedder_says_it_is_keyword_only(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="notes about the garden")
         found = await call(client, "memory_search", query="garden", mode="dense")
     assert found["mode"] == "keyword" and "keyword-only" in found["degraded"]
@@ -105,9 +105,9 @@ async def test_search_without_an_embedder_says_it_is_keyword_only(
 
 
 async def test_search_and_recall_hand_narrative_hits_to_attention_logging(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="the lighthouse keeper waved")
         await call(client, "context_record", role="user", content="lighthouse at dawn", session_id="s1")
         await call(client, "memory_search", query="lighthouse")
@@ -120,9 +120,9 @@ async def test_search_and_recall_hand_narrative_hits_to_attention_logging(
 
 
 async def test_recall_filters_by_type_tags_and_time_and_orders_by_weight(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         old = await call(
             client,
             "memory_write",
@@ -159,9 +159,9 @@ async def test_recall_filters_by_type_tags_and_time_and_orders_by_weight(
 
 
 async def test_an_amendment_is_appended_and_the_memory_itself_is_unchanged(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="I said the meeting was on Monday")
         amended = await call(client, "memory_amend", narrative_id=written["id"], note="It was Tuesday.")
         missing = await refused(client, "memory_amend", narrative_id=written["id"] + 100, note="?")
@@ -172,9 +172,9 @@ async def test_an_amendment_is_appended_and_the_memory_itself_is_unchanged(
 
 
 async def test_turns_are_recorded_searched_and_read_back_in_order(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         first = await call(
             client,
             "context_record",
@@ -217,9 +217,9 @@ async def test_turns_are_recorded_searched_and_read_back_in_order(
 
 
 async def test_profiles_and_self_concept_keep_every_earlier_version(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         first = await call(client, "memory_write_profile", entity="小林", kind="impression", content="quiet, careful")
         second = await call(
             client, "memory_write_profile", entity="小林", kind="impression", content="quiet, funny", pinned=True
@@ -239,9 +239,9 @@ async def test_profiles_and_self_concept_keep_every_earlier_version(
 
 
 async def test_threads_open_update_and_filter_and_snapshots_come_back_newest_first(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         opened = await call(client, "memory_write_thread", title="Why do tides lag the moon?", priority=4)
         await call(client, "memory_write_thread", title="Learn the ukulele", priority=2)
         updated = await call(
@@ -266,9 +266,9 @@ async def test_threads_open_update_and_filter_and_snapshots_come_back_newest_fir
 
 
 async def test_status_counts_the_callers_rows_and_reports_the_pipeline(
-    local_settings: Settings, dispatcher: RecordingDispatcher
+    local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    async with Client(create_server(local_settings, dispatcher=dispatcher), raise_exceptions=True) as client:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="one")
         await call(client, "memory_write", gesture="two")
         await call(client, "context_record", role="user", content="hello")

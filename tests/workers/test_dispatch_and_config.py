@@ -6,35 +6,35 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp_server.dispatch import CeleryDispatcher
 from tideline_core.settings import Settings
 from workers.app import broker_transport_options, create_app, time_limits
+from workers.jobqueue import CeleryJobQueue
 from workers.queues import ROUTES, TaskName
 from workers.schedule import beat_schedule
 
 
 def test_a_dead_broker_costs_one_fast_failure_then_the_circuit_stays_open(make_settings: Any, tmp_path: Path) -> None:
-    dispatcher = CeleryDispatcher(make_settings(redis_url=f"redis+socket://{tmp_path}/gone.sock"))
+    dispatcher = CeleryJobQueue(make_settings(redis_url=f"redis+socket://{tmp_path}/gone.sock"))
     started = time.monotonic()
-    assert dispatcher.enqueue_embed("alice") is False
-    assert dispatcher.enqueue_attention("alice", [(1, 0.9)], "t1") is False
-    assert dispatcher.enqueue_trigger("alice", "recluster") is None
+    assert dispatcher.embed("alice") is False
+    assert dispatcher.log_attention("alice", [(1, 0.9)], "t1") is False
+    assert dispatcher.start_stage("alice", "recluster") is None
     assert dispatcher.queue_depths() is None and dispatcher.workers() is None
     assert time.monotonic() - started < 0.5
     dispatcher.close()
 
 
 def test_the_dispatcher_sees_queued_work_and_the_live_worker(
-    settings: Settings, celery_worker: Any, celery_dispatcher: CeleryDispatcher
+    settings: Settings, celery_worker: Any, celery_jobs: CeleryJobQueue
 ) -> None:
-    assert celery_dispatcher.queue_depths() == {"ingest": 0, "dream": 0}
-    workers = celery_dispatcher.workers()
+    assert celery_jobs.queue_depths() == {"ingest": 0, "dream": 0}
+    workers = celery_jobs.workers()
     assert workers is not None and list(workers.values()) == [["dream", "ingest"]]
 
 
-def test_a_trigger_for_a_dream_job_lands_on_the_dream_queue(celery_dispatcher: CeleryDispatcher) -> None:
-    assert celery_dispatcher.enqueue_trigger("alice", "recluster") is not None
-    assert celery_dispatcher.queue_depths() == {"ingest": 0, "dream": 1}
+def test_a_trigger_for_a_dream_job_lands_on_the_dream_queue(celery_jobs: CeleryJobQueue) -> None:
+    assert celery_jobs.start_stage("alice", "recluster") is not None
+    assert celery_jobs.queue_depths() == {"ingest": 0, "dream": 1}
 
 
 def test_every_time_limit_is_well_below_the_visibility_timeout_and_killed_tasks_come_back_soon() -> None:

@@ -1,4 +1,4 @@
-"""The script layer on the dream queue through real parts: Redis, an in-process worker, a SQLite file."""
+"""The dream stages on the dream queue through real parts: Redis, an in-process worker, a real database."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ from typing import Any
 
 import pytest
 from celery.schedules import crontab
-from organize_seed import TOPICS, seed
+from seeds import TOPICS, seed
 from sqlalchemy import func, select, update
 
+from tideline_core.dream import nightly_stages
+from tideline_core.dream.clusters.store import rebuild_topics
+from tideline_core.dream.runs import DreamRunRecord, recent_runs, start_run
 from tideline_core.errors import Conflict
-from tideline_core.organize.clusters import rebuild_topics
-from tideline_core.schema import DreamRun, ScanWatermark, TopicCluster, TopicClusterMember
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
-from tideline_core.store.dream_runs import DreamRunRecord, recent_runs, start_run
+from tideline_core.store.schema import DreamRun, ScanWatermark, TopicCluster, TopicClusterMember
 from tideline_core.timeutil import utcnow
 from workers import locks
-from workers.pipelines import NIGHTLY_STAGES, nightly_lock_ttl
+from workers.pipelines import nightly_lock_ttl
 from workers.queues import QUEUE_OF, Queue, TaskName
 from workers.schedule import beat_schedule
 
@@ -40,11 +41,16 @@ def run(app: Any, name: TaskName, **kwargs: Any) -> dict[str, Any]:
     return dict(app.send_task(str(name), kwargs=kwargs).get(timeout=TIMEOUT))
 
 
+def stage(app: Any, name: str, agent_id: str) -> dict[str, Any]:
+    """Run one dream stage by name through the one stage task, as a manual trigger does."""
+    return run(app, TaskName.RUN_STAGE, stage=name, agent_id=agent_id)
+
+
 def test_a_manual_recluster_builds_topics_and_soft_clusters_and_records_its_run(
     database: Database, celery_app: Any, celery_worker: Any
 ) -> None:
     seed(database)
-    result = run(celery_app, TaskName.RECLUSTER, agent_id="alice")
+    result = stage(celery_app, "recluster", "alice")
 
     assert result["topic_clusters"] == len(TOPICS) and result["soft_clusters"] >= 5
     assert result["narratives"] == result["embedded_narratives"] == 20
@@ -53,7 +59,7 @@ def test_a_manual_recluster_builds_topics_and_soft_clusters_and_records_its_run(
     assert (row.status, row.inputs["trigger"], row.outputs["topic_clusters"]) == ("done", "manual", len(TOPICS))
 
     # Run again the same day: the same clusters, and the same dream_runs row updated (not a second one).
-    again = run(celery_app, TaskName.RECLUSTER, agent_id="alice")
+    again = stage(celery_app, "recluster", "alice")
     assert again["topic_clusters"] == result["topic_clusters"] and topic_keywords(database) == TOPICS
     assert len([r for r in runs(database).values() if r.stage == "recluster"]) == 1
     assert runs(database)["recluster"].inputs["task_id"] != row.inputs["task_id"]
@@ -63,19 +69,19 @@ def test_refresh_graph_and_scan_return_their_figures_and_scan_leaves_the_waterma
     database: Database, celery_app: Any, celery_worker: Any
 ) -> None:
     seed(database)
-    refreshed = run(celery_app, TaskName.REFRESH, agent_id="alice")
+    refreshed = stage(celery_app, "refresh", "alice")
     assert refreshed["narratives"] == 20
 
-    graph = run(celery_app, TaskName.ENTITY_GRAPH, agent_id="alice")
+    graph = stage(celery_app, "graph", "alice")
     assert graph["nodes"] == 3 and graph["edges"] >= 2 and graph["problems"] == 0
 
-    scanned = run(celery_app, TaskName.SCAN, agent_id="alice")
+    scanned = stage(celery_app, "scan", "alice")
     assert scanned["unlinked"] == 20 and scanned["links_inferred"] == 0
     assert scanned["markdown"].startswith("# Unindexed context scan")
     assert "markdown" not in runs(database)["scan"].outputs  # the row keeps the figures only
     with database.read() as conn:
         assert conn.execute(select(func.count()).select_from(ScanWatermark)).scalar_one() == 0
-    assert {stage for stage, r in runs(database).items() if r.status == "done"} == {"refresh", "entity_graph", "scan"}
+    assert {stage for stage, r in runs(database).items() if r.status == "done"} == {"refresh", "graph", "scan"}
 
 
 def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_the_lock(
@@ -83,9 +89,9 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
 ) -> None:
     seed(database)
     started = run(celery_app, TaskName.NIGHTLY, agent_id="alice")
-    assert started["started"] is True and started["stages"] == [str(s) for s in NIGHTLY_STAGES]
+    assert started["started"] is True and started["stages"] == [s.name for s in nightly_stages()]
 
-    stages = ["scan", "refresh", "recluster", "entity_graph"]
+    stages = ["scan", "refresh", "recluster", "graph"]
     wait_until(
         lambda: (
             locks.holder(redis_client, "alice") is None
@@ -106,7 +112,7 @@ def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
     database: Database,
     celery_app: Any,
     celery_worker: Any,
-    celery_dispatcher: Any,
+    celery_jobs: Any,
     redis_client: Any,
 ) -> None:
     seed(database)
@@ -115,19 +121,21 @@ def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
 
     # The trigger path checks first and says why ...
     with pytest.raises(Conflict, match="nightly dream for agent alice is running; try again later"):
-        celery_dispatcher.enqueue_trigger("alice", "recluster")
+        celery_jobs.start_stage("alice", "recluster")
     # ... and a task that got past it (sent straight to the queue) fails with the same message.
     with pytest.raises(Exception, match="nightly dream for agent alice is running") as failure:
-        celery_app.send_task(str(TaskName.RECLUSTER), kwargs={"agent_id": "alice"}).get(timeout=TIMEOUT)
+        celery_app.send_task(str(TaskName.RUN_STAGE), kwargs={"stage": "recluster", "agent_id": "alice"}).get(
+            timeout=TIMEOUT
+        )
     assert type(failure.value).__name__ == "Conflict"
     # A second nightly run of the same agent is refused too; another agent is not held up.
     with pytest.raises(Exception, match="nightly dream for agent alice is running"):
         run(celery_app, TaskName.NIGHTLY, agent_id="alice")
-    assert celery_dispatcher.enqueue_trigger("bob", "recluster") is not None
+    assert celery_jobs.start_stage("bob", "recluster") is not None
     assert topic_keywords(database) == set() and "recluster" not in runs(database)
 
     locks.release(redis_client, "alice", token)
-    assert run(celery_app, TaskName.RECLUSTER, agent_id="alice")["topic_clusters"] == len(TOPICS)
+    assert stage(celery_app, "recluster", "alice")["topic_clusters"] == len(TOPICS)
 
 
 def test_a_failing_stage_stops_the_chain_is_recorded_failed_and_releases_the_lock(
@@ -146,7 +154,7 @@ def test_a_failing_stage_stops_the_chain_is_recorded_failed_and_releases_the_loc
         message="recluster failed and the errback released the lock",
     )
     assert "finite" in runs(database)["recluster"].error
-    assert "entity_graph" not in runs(database)  # the chain stopped at the failure
+    assert "graph" not in runs(database)  # the chain stopped at the failure
     assert runs(database)["refresh"].status == "done"
 
 
@@ -160,8 +168,8 @@ def test_the_nightly_fan_out_starts_a_chain_for_every_agent_with_narratives(
     for agent in ("alice", "bob"):
         wait_until(
             lambda agent=agent: (
-                runs(database, agent).get("entity_graph") is not None
-                and runs(database, agent)["entity_graph"].status == "done"
+                runs(database, agent).get("graph") is not None
+                and runs(database, agent)["graph"].status == "done"
                 and locks.holder(redis_client, agent) is None
             ),
             timeout=TIMEOUT,

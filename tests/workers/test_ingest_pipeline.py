@@ -1,4 +1,4 @@
-"""The ingest pipeline through real parts: store → CeleryDispatcher → Redis → worker → store → search."""
+"""The ingest pipeline through real parts: store → CeleryJobQueue → Redis → worker → store → search."""
 
 from __future__ import annotations
 
@@ -7,15 +7,14 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from tideline_core.embedders import build_embedder
+from tideline_core.compose import compose
 from tideline_core.inputs import NarrativeIn, SearchIn
-from tideline_core.schema import AttentionHit, ContextTurn, Embedding, Narrative
-from tideline_core.search.service import SearchService
-from tideline_core.search.vectors import VectorIndex
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
+from tideline_core.store.events import recent_task_events
 from tideline_core.store.narratives import insert_narrative
-from tideline_core.store.status import counts, last_task_events
+from tideline_core.store.schema import AttentionHit, ContextTurn, Embedding, Narrative
+from tideline_core.store.status import counts
 from workers.queues import TaskName
 
 
@@ -35,31 +34,37 @@ def all_embedded(db: Database, agent: str) -> bool:
     return c.pending_narratives == 0 and c.pending_context == 0
 
 
-def test_a_written_narrative_is_embedded_by_the_worker_and_then_found_by_dense_search(
-    settings: Settings, database: Database, celery_worker: Any, celery_dispatcher: Any, wait_until: Any
+def test_a_narrative_written_through_the_service_is_embedded_by_the_worker_and_then_found_by_dense_search(
+    settings: Settings, database: Database, celery_worker: Any, celery_jobs: Any, wait_until: Any
 ) -> None:
-    walk = write(database, "alice", "We walked along the river at dusk and talked about my sister's wedding")
-    write(database, "alice", "The build server ran out of disk space during the release")
-    assert celery_dispatcher.enqueue_embed("alice") is True
+    service = compose(settings, jobs=celery_jobs)
+    try:
+        walk = service.write_narrative(
+            "alice", NarrativeIn(gesture="We walked along the river at dusk and talked about my sister's wedding")
+        )
+        other = service.write_narrative(
+            "alice", NarrativeIn(gesture="The build server ran out of disk space during the release")
+        )
+        assert walk.queued and other.queued  # the embedding job went to the broker after each commit
 
-    wait_until(lambda: all_embedded(database, "alice"), timeout=30, message="both narratives embedded")
-    embedder = build_embedder(settings)
-    service = SearchService(database, embedder, VectorIndex(database, embedder.model))
-    outcome = service.search("alice", SearchIn(query="an evening stroll by the water", mode="dense"))
+        wait_until(lambda: all_embedded(database, "alice"), timeout=30, message="both narratives embedded")
+        outcome = service.search("alice", SearchIn(query="an evening stroll by the water", mode="dense"))
+    finally:
+        service.close()
     assert outcome.mode == "dense" and outcome.degraded is None
-    assert outcome.hits[0].id == walk
+    assert outcome.hits[0].id == walk.id
 
 
 def test_a_write_made_while_the_broker_is_down_stands_and_is_embedded_after_reconcile(
     make_settings: Any, database: Database, celery_worker: Any, celery_app: Any, wait_until: Any, tmp_path: Any
 ) -> None:
     dead = make_settings(redis_url=f"redis+socket://{tmp_path}/no-broker.sock")
-    from mcp_server.dispatch import CeleryDispatcher
+    from workers.jobqueue import CeleryJobQueue
 
-    down = CeleryDispatcher(dead)
+    down = CeleryJobQueue(dead)
     narrative = write(database, "alice", "Wrote this while Redis was down")
     started = time.monotonic()
-    assert down.enqueue_embed("alice") is False
+    assert down.embed("alice") is False
     assert time.monotonic() - started < 0.5, "a dead broker must fail fast"
     down.close()
     assert state(database, narrative) == "pending"
@@ -84,11 +89,11 @@ def test_the_reconciler_leaves_rows_inside_their_grace_period_alone(
 
 
 def test_attention_hits_are_logged_once_for_the_agents_own_narratives(
-    database: Database, celery_worker: Any, celery_app: Any, celery_dispatcher: Any, wait_until: Any
+    database: Database, celery_worker: Any, celery_app: Any, celery_jobs: Any, wait_until: Any
 ) -> None:
     mine = write(database, "alice", "A memory of alice")
     theirs = write(database, "bob", "A memory of bob")
-    assert celery_dispatcher.enqueue_attention("alice", [(mine, 0.8), (theirs, 0.7)], "search")
+    assert celery_jobs.log_attention("alice", [(mine, 0.8), (theirs, 0.7)], "search")
 
     def logged() -> list[tuple[str, int]]:
         with database.read() as conn:
@@ -128,7 +133,7 @@ def test_an_import_with_one_bad_turn_stores_nothing_and_shows_up_in_the_last_tas
 
     def failures() -> list[Any]:
         with database.read() as conn:
-            return [e for e in last_task_events(conn, 5) if e.state == "failure"]
+            return [e for e in recent_task_events(conn, limit=5) if e.state == "failure"]
 
     event = wait_until(failures, message="the recorded failure")[0]
     assert event.task_name == TaskName.IMPORT_TURNS and event.agent_id == "alice"
@@ -142,7 +147,7 @@ def test_an_embedder_outage_is_retried_not_dropped_and_the_retry_is_recorded(
     database: Database,
     celery_app: Any,
     celery_worker: Any,
-    celery_dispatcher: Any,
+    celery_jobs: Any,
     wait_until: Any,
 ) -> None:
     from workers.resources import resources_of
@@ -151,11 +156,11 @@ def test_an_embedder_outage_is_retried_not_dropped_and_the_retry_is_recorded(
     resources.settings = make_settings(embedder="http", embedding_url="http://127.0.0.1:1/embed_batch")
     resources._embedder = None  # rebuilt from the new settings on next use
     narrative = write(database, "alice", "Embedder is down right now")
-    celery_dispatcher.enqueue_embed("alice")
+    celery_jobs.embed("alice")
 
     def retries() -> list[Any]:
         with database.read() as conn:
-            return [e for e in last_task_events(conn, 5) if e.state == "retry"]
+            return [e for e in recent_task_events(conn, limit=5) if e.state == "retry"]
 
     event = wait_until(retries, timeout=20, message="a recorded retry")[0]
     assert event.task_name == TaskName.EMBED_PENDING and "embedding service" in event.detail

@@ -18,10 +18,10 @@ import pytest
 from sqlalchemy import func, select
 
 from tideline_core.inputs import NarrativeIn
-from tideline_core.schema import Embedding, Narrative
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.schema import Embedding, Narrative
 from workers.queues import TaskName
 
 DELAY = 0.4  # seconds per embedding request: slow enough to kill a worker in the middle of a batch
@@ -111,7 +111,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
     settings: Settings,
     database: Database,
     embeddings: SlowEmbeddings,
-    celery_dispatcher: Any,
+    celery_jobs: Any,
     tmp_path: Path,
     wait_until: Any,
 ) -> None:
@@ -120,7 +120,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
     log = tmp_path / "workers.log"
     first = start_worker(settings, embeddings.url, log)
     try:
-        assert celery_dispatcher.enqueue_embed("alice")
+        assert celery_jobs.embed("alice")
         assert embeddings.second_request.wait(timeout=30), "the first worker never started embedding"
         os.killpg(first.pid, signal.SIGKILL)  # the whole worker, pool children included, mid-batch
         first.wait(timeout=5)

@@ -8,9 +8,9 @@ term → weight, the parameters are tunable, and scores are plain numbers for sc
 Storage: per term, two growing ``array`` buffers (document positions as uint32, term frequencies
 as float32) read zero-copy by numpy at query time, so an add is O(tokens) and a query is
 O(postings of its terms). At 100k short documents (≈15 tokens) this is ≈ 10-20 MB and a
-10-term query takes ~1-3 ms (see bench/retrieval_lab/bm25_bench.py).
+10-term query takes ~1-3 ms on one core.
 
-Analysis (``analyze``): ``tideline_core.text.segment`` (jieba for Chinese, word characters
+Analysis (``analyze``): ``tideline_core.tokens.segment`` (jieba for Chinese, word characters
 otherwise), possessive ``'s`` dropped, English stopwords dropped, a light English suffix
 stemmer (plural, -ing, -ed, final -e), Chinese tokens kept as jieba gives them.
 """
@@ -24,7 +24,7 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from tideline_core.text import STOPWORDS, segment
+from tideline_core.tokens import STOPWORDS, segment
 
 _VOWELS = frozenset("aeiouy")
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select
 
-from tideline_core.schema import TaskEvent
+from tideline_core.store.schema import TaskEvent
 from tideline_core.timeutil import utcnow
 
 KEEP_DAYS = 30

@@ -12,24 +12,12 @@ from sqlalchemy import Connection, func, insert, select, update
 from tideline_core import scoring
 from tideline_core.errors import InvalidInput, NotFound
 from tideline_core.inputs import AmendmentIn, NarrativeIn
+from tideline_core.memory_text import narrative_search_text
 from tideline_core.records import NarrativeRecord, WrittenNarrative
-from tideline_core.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
-from tideline_core.search import keyword
+from tideline_core.store import fts
 from tideline_core.store.lookup import owned_rows
-from tideline_core.text import index_text
+from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.timeutil import utcnow
-
-
-def narrative_index_text(n: NarrativeIn | NarrativeRecord) -> str:
-    return index_text(n.gesture, n.context, n.moment, n.cognition_direction, " ".join(n.tags), n.entities_role)
-
-
-def narrative_embedding_text(n: NarrativeRecord) -> str:
-    """What the embedder sees for a narrative: the gesture first, then its surroundings."""
-    parts = [n.gesture, n.context, n.cognition_direction, n.moment]
-    if n.tags:
-        parts.append(" ".join(n.tags))
-    return "\n".join(p for p in parts if p)
 
 
 def shared_tag_count(conn: Connection, agent_id: str, tags: Sequence[str], exclude_id: int | None = None) -> int | None:
@@ -54,7 +42,7 @@ def _check_source_links(conn: Connection, agent_id: str, links: Sequence[int]) -
 
 
 def insert_narrative(conn: Connection, agent_id: str, data: NarrativeIn) -> WrittenNarrative:
-    """Insert a validated narrative (embedding pending); recurrence and weight per DESIGN §4."""
+    """Insert a validated narrative (embedding pending) with the recurrence and weight `scoring` gives it now."""
     _check_source_links(conn, agent_id, data.source_links)
     recurrence = scoring.recurrence_score(shared_tag_count(conn, agent_id, data.tags))
     weight = scoring.weight(data.importance, data.emotional, recurrence, data.unresolved)
@@ -94,7 +82,7 @@ def insert_narrative(conn: Connection, agent_id: str, data: NarrativeIn) -> Writ
                 for c in dict.fromkeys(data.source_links)
             ],
         )
-    keyword.index_row(conn, "narrative", narrative_id, agent_id, narrative_index_text(data))
+    fts.index_new(conn, "narrative", [(narrative_id, agent_id, narrative_search_text(data))])
     return WrittenNarrative(id=narrative_id, weight=weight, recurrence=recurrence)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, insert, select, update
 from tideline_core.errors import NotFound
 from tideline_core.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn
 from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord
-from tideline_core.schema import Profile, ProfileHistory, SelfConcept, SelfConceptHistory, Snapshot, Thread
+from tideline_core.store.schema import Profile, ProfileHistory, SelfConcept, SelfConceptHistory, Snapshot, Thread
 from tideline_core.timeutil import utcnow
 
 

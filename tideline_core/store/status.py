@@ -1,4 +1,4 @@
-"""What `memory_status` and `tideline status` report from the database: counts and recent task errors."""
+"""How much an agent's memory holds: rows per kind, and how many wait for (or failed) their embedding."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, func, select
 
 from tideline_core.records import AgentCounts
-from tideline_core.schema import (
+from tideline_core.store.schema import (
     Amendment,
     AttentionHit,
     ContextTurn,
@@ -17,7 +17,6 @@ from tideline_core.schema import (
     Snapshot,
     Thread,
 )
-from tideline_core.store.events import TaskEventRecord, recent_task_events
 
 
 def _count(conn: Connection, table: Any, agent_id: str, *where: ColumnElement[bool]) -> int:
@@ -43,8 +42,3 @@ def counts(conn: Connection, agent_id: str) -> AgentCounts:
             "attention_hits": _count(conn, AttentionHit, agent_id),
         },
     )
-
-
-def last_task_events(conn: Connection, limit: int = 10, agent_id: str | None = None) -> list[TaskEventRecord]:
-    """The most recent task failures and retries, newest first."""
-    return recent_task_events(conn, limit=limit, agent_id=agent_id)

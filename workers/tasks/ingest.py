@@ -9,13 +9,8 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tideline_core import ingest
 from tideline_core.errors import InvalidInput, TransientError
 from tideline_core.inputs import ContextTurnIn, parse
-from tideline_core.store.attention import log_hits
-from tideline_core.store.dream_runs import expire_running
-from tideline_core.store.imports import import_turns_once
-from tideline_core.store.vectors import pending_agents
 from tideline_core.timeutil import parse_instant, utcnow
 from workers.app import time_limits
 from workers.queues import TaskName
@@ -37,25 +32,14 @@ MAX_IMPORT_TURNS = 5_000
 STAGE_MARGIN_SECONDS = 60  # past a dream stage's hard limit, so a stage being killed right now is not raced
 
 
-def _continue_embedding(task: Task, agent_id: str) -> None:
-    task.app.send_task(str(TaskName.EMBED_PENDING), kwargs={"agent_id": agent_id})
-
-
 @shared_task(bind=True, name=str(TaskName.EMBED_PENDING), **RETRY)
 def embed_pending(self: Task, agent_id: str) -> dict[str, Any]:
     """Embed the agent's pending narratives and turns in batches (idempotent: saving is an upsert)."""
     resources = resources_of(self.app)
-    if not resources.embeds:
+    service = resources.service
+    if not service.embeds:
         return {"embedded": 0, "skipped": "no embedder configured"}
-    report = ingest.embed_pending(
-        resources.db,
-        resources.embedder,
-        agent_id=agent_id,
-        batch_size=resources.settings.embed_batch_size,
-        max_batches=MAX_BATCHES,
-    )
-    if report.remaining:
-        _continue_embedding(self, agent_id)
+    report = service.embed_pending(agent_id, batch_size=resources.settings.embed_batch_size, max_batches=MAX_BATCHES)
     return asdict(report)
 
 
@@ -70,10 +54,7 @@ def log_attention(
         if not isinstance(hit, list | tuple) or len(hit) != 2:
             raise InvalidInput(f"hits[{i}]", "must be a pair [narrative_id, similarity]")
         pairs.append((int(hit[0]), float(hit[1])))
-    resources = resources_of(self.app)
-    with resources.db.write() as conn:
-        logged = log_hits(conn, agent_id, pairs, source, when)
-    return {"logged": logged}
+    return {"logged": resources_of(self.app).service.log_attention(agent_id, pairs, source, when)}
 
 
 @shared_task(bind=True, name=str(TaskName.IMPORT_TURNS), **RETRY)
@@ -89,13 +70,8 @@ def import_turns(
             validated.append(parse(ContextTurnIn, turn))
         except InvalidInput as exc:
             raise InvalidInput(f"turns[{i}].{exc.field}", exc.rule) from None
-    key = import_id or str(self.request.id)
-    resources = resources_of(self.app)
-    with resources.db.write() as conn:
-        ids = import_turns_once(conn, agent_id, key, validated)
-    if ids:
-        _continue_embedding(self, agent_id)
-    return {"import_id": key, "imported": len(ids or []), "already_imported": ids is None}
+    report = resources_of(self.app).service.import_turns(agent_id, validated, import_id or str(self.request.id))
+    return asdict(report)
 
 
 @shared_task(bind=True, name=str(TaskName.RECONCILE), **RETRY)
@@ -103,22 +79,15 @@ def reconcile(self: Task) -> dict[str, Any]:
     """The outbox sweep: enqueue embedding for rows pending past the grace period; close abandoned dream runs."""
     resources = resources_of(self.app)
     hard, _soft = time_limits(resources.settings)
-    with resources.db.write() as conn:
-        interrupted = expire_running(conn, started_before=utcnow() - timedelta(seconds=hard + STAGE_MARGIN_SECONDS))
-    if interrupted:
-        log.warning("reconcile: %d dream stage(s) outlived their time limit; marked failed", interrupted)
-    if not resources.embeds:
-        return {"agents": [], "interrupted_dream_stages": interrupted}
-    older_than = utcnow() - timedelta(seconds=resources.settings.reconcile_grace_seconds)
-    with resources.db.read() as conn:
-        waiting = pending_agents(conn, older_than=older_than)
-    agents = sorted({agent for _kind, agent, _count in waiting})
-    for agent in agents:
-        _continue_embedding(self, agent)
-    if agents:
-        log.info("reconcile: re-enqueued embedding for %d agent(s)", len(agents))
-    return {
-        "agents": agents,
-        "pending": sum(count for _kind, _agent, count in waiting),
-        "interrupted_dream_stages": interrupted,
-    }
+    now = utcnow()
+    report = resources.service.reconcile(
+        pending_before=now - timedelta(seconds=resources.settings.reconcile_grace_seconds),
+        stale_stages_before=now - timedelta(seconds=hard + STAGE_MARGIN_SECONDS),
+    )
+    if report.interrupted_dream_stages:
+        log.warning(
+            "reconcile: %d dream stage(s) outlived their time limit; marked failed", report.interrupted_dream_stages
+        )
+    if report.agents:
+        log.info("reconcile: re-enqueued embedding for %d agent(s)", len(report.agents))
+    return {**asdict(report), "agents": list(report.agents)}

@@ -1,0 +1,137 @@
+"""The `tideline` command as a script would use it: write, search, status, help — as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SUBCOMMANDS = ("up", "serve", "worker", "beat", "flower", "status", "search", "write")
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, redis_url: str, redis_client: Any) -> dict[str, str]:
+    redis_client.flushdb()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
+    env.update(
+        {
+            "TIDELINE_HOME": str(tmp_path / "home"),
+            "TIDELINE_REDIS_URL": redis_url,
+            "TIDELINE_EMBEDDER": "none",
+            "TIDELINE_AGENT": "alice",
+        }
+    )
+    return env
+
+
+def tideline(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tideline_cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
+    )
+
+
+def narratives_stored(env: dict[str, str]) -> int:
+    from tideline_core.settings import Settings
+    from tideline_core.store.database import Database
+    from tideline_core.store.status import counts
+
+    db = Database.open(Settings(home=Path(env["TIDELINE_HOME"])).resolved_database_url)
+    with db.read() as conn:
+        stored = counts(conn, env["TIDELINE_AGENT"]).narratives
+    db.close()
+    return stored
+
+
+def test_a_memory_written_from_a_script_is_found_by_search(cli_env: dict[str, str]) -> None:
+    written = tideline(
+        cli_env, "write", "--gesture", "傍晚在公园散步，聊起了服务设计", "--importance", "4", "--tags", "散步,设计"
+    )
+    assert written.returncode == 0, written.stderr
+    result = json.loads(written.stdout)
+    assert set(result) >= {"id", "weight", "recurrence"} and result["agent"] == "alice"
+    turn = tideline(cli_env, "write", "--turn", "--role", "user", "--content", "明天去公园吗？", "--session", "s1")
+    assert turn.returncode == 0, turn.stderr
+
+    found = tideline(cli_env, "search", "公园", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = {(h["kind"], h["id"]) for h in json.loads(found.stdout)["hits"]}
+    assert ("narrative", result["id"]) in hits and ("context", json.loads(turn.stdout)["id"]) in hits
+    # Another agent sees none of it.
+    assert json.loads(tideline(cli_env, "search", "公园", "--json", "--agent", "bob").stdout)["hits"] == []
+
+
+def test_a_score_out_of_range_exits_2_names_the_field_and_stores_nothing(cli_env: dict[str, str]) -> None:
+    bad = tideline(cli_env, "write", "--gesture", "too important", "--importance", "9")
+    assert bad.returncode == 2
+    assert "importance" in bad.stderr and bad.stdout == ""
+    assert narratives_stored(cli_env) == 0
+
+
+def test_one_bad_record_in_json_lines_rejects_the_whole_batch(cli_env: dict[str, str]) -> None:
+    lines = '{"gesture": "fine"}\n{"gesture": "", "tags": "not-a-list"}\n'
+    bad = tideline(cli_env, "write", "--json", "-", stdin=lines)
+    assert bad.returncode == 2
+    assert "record 2" in bad.stderr and "gesture" in bad.stderr
+    assert narratives_stored(cli_env) == 0
+
+    good = tideline(cli_env, "write", "--json", "-", stdin='{"gesture": "one"}\n{"gesture": "two", "tags": ["t"]}\n')
+    assert good.returncode == 0, good.stderr
+    assert len(good.stdout.splitlines()) == 2 and narratives_stored(cli_env) == 2
+
+
+def test_status_shows_the_waiting_embedding_job_and_no_workers(cli_env: dict[str, str]) -> None:
+    cli_env["TIDELINE_EMBEDDER"] = "local"  # the write enqueues an embedding job; nothing consumes it here
+    assert tideline(cli_env, "write", "--gesture", "queued for embedding").returncode == 0
+    report = json.loads(tideline(cli_env, "status", "--json").stdout)
+    assert report["counts"]["pending_narratives"] == 1
+    assert report["queues"] == {"ingest": 1, "dream": 0}
+    assert report["workers"] == {}
+
+
+def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp_path: Path) -> None:
+    cli_env["TIDELINE_REDIS_URL"] = f"redis+socket://{tmp_path}/absent.sock"
+    status = tideline(cli_env, "status")
+    assert status.returncode == 0, status.stderr
+    assert "queues: broker unreachable" in status.stdout
+
+
+def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> None:
+    from tideline_core.dream.runs import fail_run, finish_run, start_run
+    from tideline_core.settings import Settings
+    from tideline_core.store.database import Database
+
+    db = Database.open(Settings(home=Path(cli_env["TIDELINE_HOME"])).resolved_database_url)
+    with db.write() as conn:
+        start_run(conn, "alice", "2026-11-29", "refresh", {})
+        finish_run(conn, "alice", "2026-11-29", "refresh", {"changed": 3})
+        start_run(conn, "alice", "2026-11-29", "recluster", {})
+        fail_run(conn, "alice", "2026-11-29", "recluster", "vectors contain NaN")
+        start_run(conn, "bob", "2026-11-29", "scan", {})
+    db.close()
+
+    status = tideline(cli_env, "status")
+    assert status.returncode == 0, status.stderr
+    assert "dream 2026-11-29 refresh: done" in status.stdout
+    assert "dream 2026-11-29 recluster: failed (vectors contain NaN)" in status.stdout
+    assert "scan" not in status.stdout  # bob's run is bob's
+    runs = json.loads(tideline(cli_env, "status", "--json").stdout)["dream_runs"]
+    assert {(r["stage"], r["status"]) for r in runs} == {("refresh", "done"), ("recluster", "failed")}
+
+
+def test_help_explains_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    from tideline_cli.main import main
+
+    with pytest.raises(SystemExit) as top:
+        main(["--help"])
+    listing = capsys.readouterr().out
+    assert top.value.code == 0
+    for command in SUBCOMMANDS:
+        assert f"    {command} " in listing, f"{command} missing from tideline --help"
+        with pytest.raises(SystemExit) as sub:
+            main([command, "--help"])
+        assert sub.value.code == 0 and "usage: tideline " + command in capsys.readouterr().out

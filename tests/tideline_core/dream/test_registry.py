@@ -1,0 +1,81 @@
+"""The stage registry: every stage named once, and what is derived from it follows it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tideline_core.dream import STAGES, StageContext, StageOutput, nightly_stages, stage_named
+from tideline_core.dream.registry import Stage
+from tideline_core.dream.runs import recent_runs, run_stage
+from tideline_core.errors import InvalidInput
+from tideline_core.store.database import Database
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database.open(f"sqlite:///{tmp_path / 'memory.db'}")
+    yield database
+    database.close()
+
+
+def test_each_stage_has_one_name_a_summary_and_a_function() -> None:
+    names = [stage.name for stage in STAGES]
+    assert len(names) == len(set(names)) and all(stage.summary and callable(stage.run) for stage in STAGES)
+    assert [stage.name for stage in nightly_stages()] == ["scan", "refresh", "recluster", "graph"]
+    assert stage_named("graph").run is STAGES[-1].run
+
+
+def test_an_unknown_stage_is_refused_naming_the_field_and_the_stages_there_are() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        stage_named("entity-graph")
+    assert refused.value.field == "job" and all(stage.name in refused.value.rule for stage in STAGES)
+
+
+def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_registry() -> None:
+    import argparse
+
+    from mcp_server.tools.organize import TRIGGER_DESCRIPTION, Job
+    from tideline_cli.main import build_parser
+    from tideline_core.settings import Settings
+    from workers.app import create_app
+    from workers.pipelines import nightly_chain
+    from workers.queues import TaskName
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {stage.name for stage in STAGES} <= set(commands)
+    schema = Job.__metadata__[0].json_schema
+    assert schema["enum"] == [stage.name for stage in STAGES]
+    assert all(f"- {stage.name}: {stage.summary}" in TRIGGER_DESCRIPTION for stage in STAGES)
+    app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))
+    chain = nightly_chain(app, "alice", "token", "2026-11-30")
+    run = [task for task in chain.tasks if task.task == str(TaskName.RUN_STAGE)]
+    assert [task.kwargs["stage"] for task in run] == [stage.name for stage in nightly_stages()]
+    assert chain.tasks[-1].task == str(TaskName.RELEASE_LOCK)
+    app.close()
+
+
+def test_a_stage_is_recorded_running_then_done_with_its_figures_or_failed_with_its_error(db: Database) -> None:
+    context = StageContext(db=db, embedder=None)
+
+    def count(ctx: StageContext, agent_id: str) -> StageOutput:
+        return StageOutput({"agent": agent_id, "n": 3}, report="# three")
+
+    def explode(ctx: StageContext, agent_id: str) -> StageOutput:
+        raise ValueError("the kernel refused")
+
+    output = run_stage(context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "manual"})
+    assert output.figures == {"agent": "alice", "n": 3} and output.report == "# three"
+    with pytest.raises(ValueError, match="the kernel refused"):
+        run_stage(context, Stage("explode", "fail", explode), "alice", "2026-11-30", {"trigger": "manual"})
+    with db.read() as conn:
+        runs = {r.stage: r for r in recent_runs(conn, "alice")}
+    assert (runs["count"].status, runs["count"].outputs) == ("done", {"agent": "alice", "n": 3})
+    assert runs["explode"].status == "failed" and runs["explode"].error == "ValueError: the kernel refused"
+    # Run again the same day: the same row is updated, never a second one.
+    run_stage(context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "nightly"})
+    with db.read() as conn:
+        again = [r for r in recent_runs(conn, "alice") if r.stage == "count"]
+    assert len(again) == 1 and again[0].inputs == {"trigger": "nightly"}

@@ -1,0 +1,197 @@
+"""`tideline eval`: retrieval recall on LoCoMo- and MADial-format benchmarks, in a throwaway data dir."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tideline_core.errors import InvalidInput
+from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_eval.runner import ModeResult
+
+MODES = ("keyword", "dense", "hybrid")
+
+
+def add_parser(sub: Any) -> None:
+    evaluate = sub.add_parser(
+        "eval",
+        help="measure retrieval recall on LoCoMo or MADial (a benchmark, not a test)",
+        description="Load a benchmark into a fresh throwaway data dir through the real write path, embed it with "
+        "the configured embedder (TIDELINE_EMBEDDER), ask every question through the same search the MCP tools "
+        "use, and print recall@k and query latency. The data dir is deleted afterwards.",
+    )
+    bench = evaluate.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    lo = bench.add_parser(
+        "locomo",
+        help="LoCoMo-format conversations (turn- and session-level recall, categories 1-4)",
+        description="PATH is a LoCoMo-format JSON file (a list of samples with conversation and qa).",
+    )
+    lo.add_argument("path", type=Path, help="LoCoMo-format JSON file, e.g. ../shared/eval/locomo/locomo_dev.json")
+    lo.add_argument("--convs", default=None, help="which conversations, by position: '0-4', '0,2', '3' (default: all)")
+    ma = bench.add_parser(
+        "madial",
+        help="MADial-Bench (Chinese): memories as narratives, dialogues as queries",
+        description="DIR holds MADial-Bench-zh-memory.json, MADial-Bench-zh-dialogue.json and "
+        "optionally published-top20/ (the benchmark's own top-20 runs, shown alongside).",
+    )
+    ma.add_argument("path", type=Path, help="the MADial directory, e.g. ../shared/eval/madial-zh")
+    for parser in (lo, ma):
+        parser.add_argument(
+            "--mode",
+            choices=(*MODES, "all"),
+            default="hybrid",
+            help="search mode; 'all' runs keyword, dense and hybrid side by side (default: hybrid)",
+        )
+        parser.add_argument("--k", default="5,10,20", help="cut-offs for recall@k (default: 5,10,20)")
+        parser.add_argument("--json", dest="json_file", type=Path, help="also write the figures to this JSON file")
+        parser.add_argument(
+            "--embedding-cache",
+            type=Path,
+            metavar="FILE",
+            help="keep the embeddings in this SQLite file, so a repeated run of the same texts skips the model "
+            "(for iterating; latency figures of a cached run leave out the model pass)",
+        )
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise InvalidInput("--k", f"must be comma-separated positive integers, got {text!r}") from None
+    if not ks or ks[0] < 1 or ks[-1] > 100:
+        raise InvalidInput("--k", "each cut-off must be between 1 and 100")
+    return ks
+
+
+def _selection(text: str | None, count: int) -> list[int]:
+    if not text:
+        return list(range(count))
+    chosen: list[int] = []
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            chosen.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise InvalidInput("--convs", f"must look like '0-4' or '0,2,3', got {text!r}") from None
+    bad = [i for i in chosen if not 0 <= i < count]
+    if bad:
+        raise InvalidInput("--convs", f"positions {bad} are outside 0-{count - 1}")
+    return list(dict.fromkeys(chosen))
+
+
+class Bar:
+    """A one-line progress bar on stderr (a line per tenth when stderr is not a terminal)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.stage = ""
+        self.shown = -1
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        total = max(total, 1)
+        tenth = done * 10 // total
+        if self.tty:
+            filled = done * 30 // total
+            sys.stderr.write(f"\r  {stage:<18} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            if done >= total:
+                sys.stderr.write("\n")
+        elif stage != self.stage or tenth != self.shown:
+            print(f"  {stage:<18} {done}/{total}", file=sys.stderr)
+        self.stage, self.shown = stage, tenth
+        sys.stderr.flush()
+
+
+def _row(name: str, values: dict[int, float], ks: list[int]) -> str:
+    return f"  {name:<24}" + "".join(f"{values.get(k, float('nan')):>8.3f}" for k in ks)
+
+
+def _print_results(results: dict[str, ModeResult], ks: list[int], session: bool) -> None:
+    header = f"  {'':<24}" + "".join(f"{'R@' + str(k):>8}" for k in ks)
+    print("\nrecall@k (turn level)" if session else "\nrecall@k")
+    print(header)
+    for mode, result in results.items():
+        print(_row(mode, result.recall, ks))
+    if session:
+        print("\nrecall@k (session level)")
+        print(header)
+        for mode, result in results.items():
+            print(_row(mode, result.session_recall, ks))
+        print("\nrecall@k per category (turn level)")
+        print(header)
+        for mode, result in results.items():
+            for category, values in sorted(result.per_category.items()):
+                print(_row(f"{mode} cat {category}", values, ks))
+    print("\nquery latency (whole search = query embedding + the rest)")
+    for mode, result in results.items():
+        ms = result.latency_ms
+        print(f"  {mode:<24} p50 {ms['p50']:7.1f} ms   p95 {ms['p95']:7.1f} ms   ({result.questions} questions)")
+        if ms.get("embed_p95"):
+            print(f"  {'  query embedding':<24} p50 {ms['embed_p50']:7.1f} ms   p95 {ms['embed_p95']:7.1f} ms")
+            print(f"  {'  the rest':<24} p50 {ms['rest_p50']:7.1f} ms   p95 {ms['rest_p95']:7.1f} ms")
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    from tideline_core.compose import build_embedder, compose
+    from tideline_core.embedding import Embedder
+    from tideline_core.service import NullJobQueue
+    from tideline_eval import locomo, madial, runner
+    from tideline_eval.cache import CachedEmbedder
+
+    ks = _ks(args.k)
+    modes = list(MODES) if args.mode == "all" else [args.mode]
+    cache = CachedEmbedder(build_embedder(settings), args.embedding_cache) if args.embedding_cache else None
+    embedder: Embedder = cache or build_embedder(settings)
+    workdir = Path(tempfile.mkdtemp(prefix="tideline-eval-"))
+    # A throwaway store in its own data dir; nothing is queued (the run embeds in-process).
+    throwaway = settings.model_copy(update={"home": workdir, "database_url": f"sqlite:///{workdir / 'eval.db'}"})
+    bar = Bar()
+    service = compose(throwaway, jobs=NullJobQueue(), embedder=embedder)
+    try:
+        results: dict[str, runner.ModeResult]
+        if args.benchmark == "locomo":
+            conversations = locomo.load(args.path)
+            chosen = [conversations[i] for i in _selection(args.convs, len(conversations))]
+            print(
+                f"LoCoMo: {len(chosen)} conversations, {sum(len(c.turns) for c in chosen)} turns, "
+                f"{sum(len(c.questions) for c in chosen)} questions (categories 1-4); embedder {embedder.model}",
+                file=sys.stderr,
+            )
+            results = runner.run_locomo(service, chosen, modes, ks, bar)
+            _print_results(results, ks, session=True)
+            figures: dict[str, Any] = {mode: r.as_json() for mode, r in results.items()}
+        else:
+            if not args.path.is_dir():
+                raise InvalidInput("path", f"{args.path} is not a directory (expected the MADial folder)")
+            memories = madial.load_memories(args.path)
+            dialogues = madial.load_dialogues(args.path)
+            print(
+                f"MADial: {len(memories)} memories, {len(dialogues)} dialogues; embedder {embedder.model}",
+                file=sys.stderr,
+            )
+            results = runner.run_madial(service, memories, dialogues, modes, ks, bar)
+            _print_results(results, ks, session=False)
+            published = runner.published_recall(madial.load_published(args.path), dialogues, ks)
+            if published:
+                print("\npublished top-20 runs of the benchmark, scored the same way")
+                for system, values in published.items():
+                    print(_row(system, values, ks))
+            figures = {mode: r.as_json() for mode, r in results.items()}
+            figures["published"] = {s: {str(k): round(v, 4) for k, v in vals.items()} for s, vals in published.items()}
+        if cache is not None:
+            print(f"\nembedding cache {args.embedding_cache}: {cache.misses} texts embedded now", file=sys.stderr)
+        if args.json_file:
+            args.json_file.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"\nwrote {args.json_file}", file=sys.stderr)
+    finally:
+        service.close()
+        if cache is not None:
+            cache.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0

@@ -1,0 +1,74 @@
+"""The `tideline` commands that run a process: up, serve, worker, beat, flower (each starts one entry point)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+
+
+def cmd_up(settings: Settings, args: argparse.Namespace) -> int:
+    from tideline_cli.stack import run_stack
+
+    return run_stack(settings)
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    from mcp_server.app import run
+
+    update: dict[str, Any] = {}
+    if args.host:
+        update["http_host"] = args.host
+    if args.port:
+        update["http_port"] = args.port
+    run(settings.model_copy(update=update), transport="http" if args.http else "stdio")
+    return 0
+
+
+def _prepare_worker_side(settings: Settings) -> Any:
+    from workers.app import create_app
+
+    settings.ensure_home()
+    Database.open(settings.resolved_database_url).close()  # migrate (a no-op when already at head)
+    return create_app(settings)
+
+
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    app = _prepare_worker_side(settings)
+    concurrency = args.concurrency or (1 if args.queue == "dream" else None)
+    argv = [
+        "worker",
+        "-Q",
+        args.queue,
+        "--pool",
+        args.pool,
+        "--loglevel",
+        args.loglevel or settings.log_level,
+        "--hostname",
+        args.hostname or f"{args.queue}@%h",
+    ]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
+    app.worker_main(argv)
+    return 0
+
+
+def cmd_beat(settings: Settings, args: argparse.Namespace) -> int:
+    app = _prepare_worker_side(settings)
+    schedule = settings.home / "celerybeat-schedule"
+    return int(app.start(["beat", "--schedule", str(schedule), "--loglevel", args.loglevel or settings.log_level]) or 0)
+
+
+def flower_argv(settings: Settings, port: int | None = None, address: str = "127.0.0.1") -> list[str]:
+    argv = ["flower", f"--port={port or settings.flower_port}", f"--address={address}", "--persistent=False"]
+    if settings.flower_basic_auth:
+        argv.append(f"--basic_auth={settings.flower_basic_auth}")
+    return argv
+
+
+def cmd_flower(settings: Settings, args: argparse.Namespace) -> int:
+    from workers.app import create_app
+
+    return int(create_app(settings).start(flower_argv(settings, args.port, args.address)) or 0)

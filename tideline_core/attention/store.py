@@ -1,0 +1,62 @@
+"""The attention log: hits written by the ingest worker (never by a request), read back as a heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, insert, select
+
+from tideline_core.attention.heatmap import Hit
+from tideline_core.errors import InvalidInput
+from tideline_core.store.lookup import owned_rows
+from tideline_core.store.schema import AttentionHit, Narrative
+from tideline_core.timeutil import utcnow
+
+MAX_SOURCE = 16
+
+
+def log_hits(conn: Connection, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime) -> int:
+    """Insert hits on the agent's own narratives; a replay of the same (time, source, narrative) adds nothing.
+
+    `at` is when the retrieval happened (set by the publisher), which makes the task idempotent.
+    """
+    if not source or len(source) > MAX_SOURCE:
+        raise InvalidInput("source", f"must be 1–{MAX_SOURCE} characters, got {len(source)}")
+    wanted: dict[int, float] = {}
+    for narrative_id, similarity in hits:
+        wanted.setdefault(int(narrative_id), float(similarity))
+    if not wanted:
+        return 0
+    own = {r.id for r in owned_rows(conn, Narrative.__table__, agent_id, wanted, [Narrative.id])}
+    logged = set(
+        conn.execute(
+            select(AttentionHit.narrative_id).where(
+                AttentionHit.agent_id == agent_id,
+                AttentionHit.created_at == at,
+                AttentionHit.source == source,
+                AttentionHit.narrative_id.in_(list(wanted)),
+            )
+        ).scalars()
+    )
+    rows = [
+        {"agent_id": agent_id, "narrative_id": nid, "similarity": sim, "source": source, "created_at": at}
+        for nid, sim in wanted.items()
+        if nid in own and nid not in logged
+    ]
+    if rows:
+        conn.execute(insert(AttentionHit), rows)
+    return len(rows)
+
+
+def hits_since(conn: Connection, agent_id: str, days: int) -> list[Hit]:
+    """The agent's logged hits of the last `days` days."""
+    since = utcnow() - timedelta(days=days)
+    return [
+        Hit(r.narrative_id, r.similarity, r.source, r.created_at)
+        for r in conn.execute(
+            select(
+                AttentionHit.narrative_id, AttentionHit.similarity, AttentionHit.source, AttentionHit.created_at
+            ).where(AttentionHit.agent_id == agent_id, AttentionHit.created_at >= since)
+        )
+    ]

@@ -1,0 +1,60 @@
+"""The one composition function: settings in, a ready `Service` out (store, embedder, searcher, stages).
+
+Every process builds its service here: the MCP server, the CLI, each worker process, the
+evaluation. Settings are read by the composition roots that call this, and by nothing below it.
+"""
+
+from __future__ import annotations
+
+from tideline_core.dream.registry import StageContext
+from tideline_core.embedding import Embedder, HttpEmbedder, LocalE5Embedder, NoEmbedder
+from tideline_core.errors import ConfigurationError
+from tideline_core.search.hybrid import HybridSearch
+from tideline_core.service import JobQueue, Service
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings ask for; HTTP without a URL is a ConfigurationError."""
+    if settings.embedder == "none":
+        return NoEmbedder()
+    if settings.embedder == "http":
+        if not settings.embedding_url:
+            raise ConfigurationError("TIDELINE_EMBEDDER=http needs TIDELINE_EMBEDDING_URL (or EMBEDDING_API_URL)")
+        return HttpEmbedder(
+            settings.embedding_url,
+            api_key=settings.embedding_api_key,
+            model=settings.embedding_model,
+            timeout=settings.embedding_timeout,
+        )
+    return LocalE5Embedder(settings.model_cache)
+
+
+def compose(
+    settings: Settings,
+    *,
+    jobs: JobQueue,
+    embedder: Embedder | None = None,
+    database: Database | None = None,
+    migrate: bool = True,
+) -> Service:
+    """The service for `settings`, handing derived work to `jobs`.
+
+    Opens the database (migrating it unless `migrate` is False, as the workers do: the process
+    that starts them migrates first) unless one is given, and builds the embedder the settings
+    name unless one is given. The model itself loads on the first embedding, not here.
+    """
+    db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
+    active = embedder or build_embedder(settings)
+    return Service(
+        db=db,
+        searcher=HybridSearch(db, active, query_timeout=settings.query_embedding_timeout),
+        jobs=jobs,
+        stages=StageContext(
+            db=db,
+            embedder=None if isinstance(active, NoEmbedder) else active,
+            known_persons=settings.known_person_aliases(),
+        ),
+        query_timeout=settings.query_embedding_timeout,
+    )

@@ -1,0 +1,126 @@
+"""The entity graph: rebuilt from every narrative's `entities_role`, read by entity, pair or top nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, insert, or_, select
+
+from tideline_core.dream.entities.graph import EntityMention, ParseProblem, build_graph
+from tideline_core.store.database import Database
+from tideline_core.store.schema import EntityEdge, EntityNode, Narrative
+
+
+@dataclass(frozen=True)
+class GraphReport:
+    nodes: int
+    edges: int
+    problems: tuple[ParseProblem, ...]
+
+
+def rebuild_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -> GraphReport:
+    with db.read() as conn:
+        rows = conn.execute(
+            select(Narrative.id, Narrative.occurred_at, Narrative.entities_role, Narrative.related_entities)
+            .where(Narrative.agent_id == agent_id)
+            .order_by(Narrative.id)
+        ).all()
+    graph = build_graph(
+        [EntityMention(r.id, r.occurred_at, r.entities_role, tuple(r.related_entities or ())) for r in rows], aliases
+    )
+    with db.write() as conn:
+        conn.execute(delete(EntityEdge).where(EntityEdge.agent_id == agent_id))
+        conn.execute(delete(EntityNode).where(EntityNode.agent_id == agent_id))
+        if graph.nodes:
+            conn.execute(
+                insert(EntityNode),
+                [
+                    {
+                        "agent_id": agent_id,
+                        "name": n.name,
+                        "mentions": n.mentions,
+                        "known": n.known,
+                        "roles": dict(n.roles),
+                        "first_seen": n.first_seen,
+                        "last_seen": n.last_seen,
+                    }
+                    for n in graph.nodes
+                ],
+            )
+        if graph.edges:
+            conn.execute(
+                insert(EntityEdge),
+                [
+                    {
+                        "agent_id": agent_id,
+                        "source": e.source,
+                        "target": e.target,
+                        "source_role": e.source_role,
+                        "target_role": e.target_role,
+                        "count": e.count,
+                    }
+                    for e in graph.edges
+                ],
+            )
+    return GraphReport(nodes=len(graph.nodes), edges=len(graph.edges), problems=graph.problems)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    mentions: int
+    known: bool
+    usual_roles: tuple[str, ...]
+    first_seen: str
+    last_seen: str
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    source: str
+    target: str
+    source_role: str
+    target_role: str
+    count: int
+
+
+def _node(row: Row[Any]) -> NodeView:
+    roles: dict[str, int] = dict(row.roles or {})
+    usual = tuple(sorted(roles, key=lambda r: (-roles[r], r))[:3])
+    return NodeView(
+        row.name,
+        row.mentions,
+        row.known,
+        usual,
+        row.first_seen.isoformat(),
+        row.last_seen.isoformat(),
+    )
+
+
+def read_graph(
+    conn: Connection, agent_id: str, *, entity: str | None = None, other: str | None = None, top: int = 20
+) -> tuple[list[NodeView], list[EdgeView]]:
+    """Top nodes and edges; or one entity and its edges; or the edges between two entities."""
+    nodes_q = select(EntityNode.__table__).where(EntityNode.agent_id == agent_id)
+    edges_q = select(EntityEdge.__table__).where(EntityEdge.agent_id == agent_id)
+    if entity is not None and other is not None:
+        nodes_q = nodes_q.where(EntityNode.name.in_([entity, other]))
+        edges_q = edges_q.where(
+            or_(
+                (EntityEdge.source == entity) & (EntityEdge.target == other),
+                (EntityEdge.source == other) & (EntityEdge.target == entity),
+            )
+        )
+    elif entity is not None:
+        nodes_q = nodes_q.where(EntityNode.name == entity)
+        edges_q = edges_q.where(or_(EntityEdge.source == entity, EntityEdge.target == entity))
+    nodes = [_node(r) for r in conn.execute(nodes_q.order_by(EntityNode.mentions.desc(), EntityNode.name).limit(top))]
+    edges = [
+        EdgeView(r.source, r.target, r.source_role, r.target_role, r._mapping["count"])
+        for r in conn.execute(
+            edges_q.order_by(EntityEdge.count.desc(), EntityEdge.source, EntityEdge.target).limit(top)
+        )
+    ]
+    return nodes, edges

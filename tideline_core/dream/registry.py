@@ -1,0 +1,157 @@
+"""The dream stages, each named once: its summary, the function it runs, and its place in the nightly chain.
+
+Everything else is derived from `STAGES`: the one dream task that runs a stage by name, the
+nightly chain (the stages marked nightly, in the order listed here), the `tideline <stage>`
+commands and the `memory_trigger` tool's allowed jobs and description. Adding a stage is one
+entry below plus its function.
+
+A stage function takes a `StageContext` and an agent id, loads that agent's fresh state, runs
+the stage's pure kernel and saves the result in one write transaction, so running it twice gives
+the same result. It returns the figures recorded in `dream_runs` and, optionally, a Markdown
+report for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tideline_core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tideline_core.embedding import Embedder
+    from tideline_core.store.database import Database
+
+MAX_PROBLEMS = 20  # entity-parse problems listed in a result; the count covers all of them
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage may use: the store, the embedder (None when the deployment is keyword-only), and
+    the known persons ({alias or name, lower-cased: canonical name})."""
+
+    db: Database
+    embedder: Embedder | None
+    known_persons: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    figures: dict[str, Any]  # JSON values: recorded in dream_runs and returned to whoever started the stage
+    report: str = ""  # Markdown for people, returned but not recorded
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    summary: str  # one line: the CLI's help and the trigger tool's description
+    run: Callable[[StageContext, str], StageOutput]
+    nightly: bool = True  # part of the nightly chain, in the order of STAGES
+    details: str = ""  # more for `tideline <name> --help`
+
+
+# Each stage imports its implementation when it runs: the table is read by processes that only list
+# the stages (the CLI's parser, the trigger tool), which should not load k-means or jieba for that.
+
+
+def scan(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.scan import scanner
+    from tideline_core.dream.scan.store import backfill_source_links, scan_agent
+
+    # Backfill first, so track A lists only the narratives no conversation could be matched to.
+    figures: dict[str, Any] = {}
+    if ctx.embedder is not None:
+        backfill = backfill_source_links(ctx.db, agent_id, ctx.embedder.model)
+        figures.update(backfill_considered=backfill.narratives_considered, links_inferred=backfill.links_added)
+    report = scan_agent(ctx.db, agent_id)
+    # The watermark is only proposed here: solidifying the chunks advances it once they are committed.
+    figures.update(
+        unlinked=len(report.unlinked),
+        chunks=len(report.chunks),
+        short_chunks=len(report.short_chunks),
+        new_turns=report.new_turns,
+        narratives_waiting=report.narratives_waiting.count,
+        turns_waiting=report.turns_waiting.count,
+        watermark=report.watermark_before,
+        watermark_proposed=report.watermark,
+    )
+    return StageOutput(figures, scanner.to_markdown(report))
+
+
+def refresh(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.weights.store import refresh_weights
+
+    report = refresh_weights(ctx.db, agent_id)
+    return StageOutput({"narratives": report.narratives, "changed": report.changed})
+
+
+def recluster(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.clusters.store import rebuild_soft_clusters, rebuild_topics
+
+    topics = rebuild_topics(ctx.db, agent_id)
+    figures: dict[str, Any] = {"narratives": topics.narratives, "topic_clusters": topics.clusters}
+    if ctx.embedder is None:
+        return StageOutput({**figures, "soft_clusters": 0, "soft_clusters_skipped": "no embedder configured"})
+    soft = rebuild_soft_clusters(ctx.db, agent_id, ctx.embedder.model)
+    return StageOutput({**figures, "soft_clusters": soft.clusters, "embedded_narratives": soft.narratives})
+
+
+def graph(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.entities.store import rebuild_entity_graph
+
+    report = rebuild_entity_graph(ctx.db, agent_id, ctx.known_persons)
+    return StageOutput(
+        {
+            "nodes": report.nodes,
+            "edges": report.edges,
+            "problems": len(report.problems),
+            "problem_samples": [
+                {"narrative_id": p.narrative_id, "fragment": p.fragment, "reason": p.reason}
+                for p in report.problems[:MAX_PROBLEMS]
+            ],
+        }
+    )
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        "scan",
+        "report conversation not yet turned into memories (unindexed-context scan, tracks A-D)",
+        scan,
+        details="Infer source links for narratives that have none, then scan tracks A-D: unlinked narratives, new "
+        "conversation chunks after the watermark, rows waiting for embeddings. The watermark is not moved.",
+    ),
+    Stage(
+        "refresh",
+        "recompute recurrence from tags and weights (with anti-inflation)",
+        refresh,
+        details="Refresh every narrative's recurrence from its tags and recompute weights with anti-inflation.",
+    ),
+    Stage(
+        "recluster",
+        "rebuild topic clusters and soft clusters",
+        recluster,
+        details="Rebuild the agent's topic clusters (jieba keywords, document-frequency filter) and soft clusters "
+        "(k-means over the narrative embeddings).",
+    ),
+    Stage(
+        "graph",
+        "rebuild the entity graph",
+        graph,
+        details="Rebuild the agent's entity graph from every narrative's entities_role and the known persons.",
+    ),
+)
+
+
+def stage_named(name: str) -> Stage:
+    """The stage called `name`; anything else is an InvalidInput naming the stages there are."""
+    for stage in STAGES:
+        if stage.name == name:
+            return stage
+    raise InvalidInput("job", f"must be one of {', '.join(s.name for s in STAGES)}, got {name!r}")
+
+
+def nightly_stages() -> tuple[Stage, ...]:
+    """The stages of the nightly chain, in the order they run."""
+    return tuple(stage for stage in STAGES if stage.nightly)

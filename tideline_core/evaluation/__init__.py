@@ -1,1 +1,0 @@
-"""Retrieval evaluation on real benchmarks (LoCoMo, MADial) through the real write and search paths."""

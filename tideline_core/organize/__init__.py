@@ -1,1 +1,0 @@
-"""The script layer's stages: load an agent's fresh state, run the pure function, save the result atomically."""

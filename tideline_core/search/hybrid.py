@@ -1,0 +1,346 @@
+"""Hybrid search over narratives and context turns: keyword, dense, speaker, time and neighbour signals in one ranking.
+
+The recipe (measured with `tideline eval` on LoCoMo and MADial-zh; docs/retrieval.md has what was
+tried and kept):
+
+- keyword: in-memory BM25 (``keyword_index.KeywordIndex``) over each row (``kw``) and, for a context
+  turn, over the previous turn + the turn (``kw_ctx``); SQLite FTS5 only as a fallback when BM25
+  finds nothing (single CJK characters, parts of identifiers);
+- dense: e5 cosine over each row (``dense``) and, for a context turn, over the turn with up to two
+  preceding turns of its session (``ctx``);
+- ``speaker``: turns by a speaker the query names (only among turns another signal found); when
+  only turns are searched, the question's dense view leaves the speakers' names out, since this
+  signal carries who and a name in the text pulls toward every turn of that speaker;
+- ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
+  it (``when.py``; also only among turns another signal found);
+- fused by min-max score fusion with per-signal weights, then each context turn lifted by
+  ``GAMMA`` × the best score of its adjacent turns (an answer often sits beside the hit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import cast
+
+import numpy as np
+
+from tideline_core.embedding import Embedder, normalize
+from tideline_core.errors import ConfigurationError, EmbedderUnavailable
+from tideline_core.inputs import ConversationLine, SearchIn
+from tideline_core.search.fusion import combine, rank, spread_to_neighbours
+from tideline_core.search.keyword_index import KeywordIndex
+from tideline_core.search.query import (
+    conversation_terms,
+    conversation_texts,
+    merge_terms,
+    named_speakers,
+    question_terms,
+    without_names,
+)
+from tideline_core.search.vector_index import VectorIndex
+from tideline_core.search.when import TimeWindow, closeness, mentioned_times
+from tideline_core.store import fts
+from tideline_core.store.catchup import StoreVersion, high_water
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import load_narratives
+from tideline_core.store.turns import load_turns
+from tideline_core.timeutil import utcnow
+from tideline_core.tokens import query_terms
+
+KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
+# Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier
+# than a question's, so keyword signals weigh less there.
+QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 1.0, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
+CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
+# The lowest possible score of a signal (BM25 0, closeness 0), so a lone weak match stays weak.
+FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
+DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
+KEYWORD_DEPTH = 1000
+GAMMA = 0.2  # neighbour spreading
+MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
+QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
+TIME_LINES = 2  # the latest dialogue lines whose dates count
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind: str
+    id: int
+    score: float
+    text: str
+    occurred_at: datetime
+    session_id: str = ""
+    speaker: str = ""
+    weight: float | None = None
+    tags: tuple[str, ...] = ()
+    signals: dict[str, float] = field(default_factory=dict)  # each signal's contribution to `score`
+    similarity: float | None = None  # the row's own cosine to the query, when the dense view saw it
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    hits: list[SearchHit]
+    mode: str
+    degraded: str | None = None
+    terms: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()  # the time windows the query named, e.g. 'June 2023'
+    embed_ms: float = 0.0  # of the search's time, the model pass over the query (0 when remembered)
+    embedded: tuple[str, ...] = ()  # the texts whose vectors made the semantic query (none in keyword mode)
+
+
+class HybridSearch:
+    """Reads the database directly (no worker involved); the query embedding is computed here."""
+
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        *,
+        query_timeout: float = 2.0,
+        vectors: VectorIndex | None = None,
+        keywords: KeywordIndex | None = None,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        # The indexes hold the corpus, not the queries: two searchers may share them.
+        self.index = vectors or VectorIndex(db, embedder.model)
+        self.keywords = keywords or KeywordIndex(db)
+        self.query_timeout = query_timeout
+        # Agents repeat themselves (the same question next turn, the same recent lines re-sent): a
+        # repeated query text costs no model pass.
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    def forget_queries(self) -> None:
+        """Drop the remembered query vectors (a measurement that must pay for every model pass)."""
+        with self._recent_lock:
+            self._recent_queries.clear()
+
+    def _query_vector(self, texts: Sequence[str]) -> tuple[np.ndarray | None, str | None, float]:
+        """The summed, normalized query vector of `texts`, why there is none, and the model time in ms."""
+        took = 0.0
+        with self._recent_lock:
+            known = {t: self._recent_queries[t] for t in texts if t in self._recent_queries}
+            for t in known:
+                self._recent_queries.move_to_end(t)
+        fresh = list(dict.fromkeys(t for t in texts if t not in known))
+        if fresh:
+            started = time.perf_counter()
+            try:
+                rows = np.asarray(self.embedder.queries(fresh, timeout=self.query_timeout), dtype=np.float32)
+            except (EmbedderUnavailable, ConfigurationError) as exc:
+                took = (time.perf_counter() - started) * 1000
+                return None, f"semantic search unavailable ({exc}); results are keyword-only", took
+            took = (time.perf_counter() - started) * 1000
+            with self._recent_lock:
+                for text, row in zip(fresh, rows, strict=True):
+                    known[text] = self._recent_queries[text] = row
+                while len(self._recent_queries) > QUERY_CACHE_SIZE:
+                    self._recent_queries.popitem(last=False)
+        total = np.sum([known[t] for t in texts], axis=0)
+        return normalize(total), None, took
+
+    def search(self, agent_id: str, params: SearchIn) -> SearchOutcome:
+        """Rank the agent's rows for a question (`params.query`) or a dialogue's recent lines, or both."""
+        lines = list(params.conversation)
+        if lines:
+            terms = merge_terms(conversation_terms(lines), question_terms(params.query))
+            texts = conversation_texts(lines) + ([params.query] if params.query else [])
+            weights = CONVERSATION_WEIGHTS
+        else:
+            terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
+        kinds = KINDS[params.kinds]
+        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
+            version = high_water(conn)
+        if not lines and kinds == ("context",) and params.mode != "keyword":
+            # Among turns alone, who a question is about is the speaker signal's (or, when it names
+            # everyone, tells nothing apart): the dense view gets the question without the names.
+            self.keywords.refresh(agent_id, "context", version)
+            texts = [without_names(params.query, self.keywords.speaker_names(agent_id))]
+        degraded = None
+        vector = None
+        embed_ms = 0.0
+        if params.mode in ("hybrid", "dense"):
+            vector, degraded, embed_ms = self._query_vector(texts)
+        mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
+        dense_depth = max(DENSE_DEPTH, params.limit)
+        signals: dict[str, dict[Hashable, float]] = {}
+        for kind in kinds:
+            if mode in ("hybrid", "keyword"):
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
+            if vector is not None and mode in ("hybrid", "dense"):
+                for view, name in (("base", "dense"), ("ctx", "ctx")):
+                    if name == "ctx" and kind != "context":
+                        continue
+                    found = self.index.search(
+                        agent_id, kind, vector, dense_depth, params.since, params.until, view, version
+                    )
+                    signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
+                    if kind != "context":  # see _keyword_signals: a memory is its own context
+                        signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+        now = utcnow()
+        windows = [
+            w
+            for text in (params.query, *(x.text for x in lines[-TIME_LINES:]))
+            if text
+            for w in mentioned_times(text, now)
+        ]
+        self._time_signal(agent_id, windows, signals, version)
+        if "context" in kinds and mode != "dense":
+            self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
+        scores, parts = combine(signals, weights=weights, floors=FLOORS)
+        scores = self._spread(agent_id, scores, parts, params.limit)
+        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit)]
+        similarity = signals.get("dense", {})
+        ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
+        return SearchOutcome(
+            hits=self._hydrate(agent_id, ranked, parts, similarity),
+            mode=mode,
+            degraded=degraded,
+            terms=ordered_terms,
+            dates=tuple(dict.fromkeys(w.describe() for w in windows)),
+            embed_ms=embed_ms,
+            embedded=tuple(texts) if vector is not None else (),
+        )
+
+    def _keyword_signals(
+        self,
+        agent_id: str,
+        kind: str,
+        terms: dict[str, float],
+        params: SearchIn,
+        lines: Sequence[ConversationLine],
+        signals: dict[str, dict[Hashable, float]],
+        version: StoreVersion,
+    ) -> None:
+        found_any = False
+        views = self.keywords.search_views(agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until, version)
+        for view, found in views.items():
+            signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
+            if kind != "context":
+                # A memory has no surrounding turns: it stands as its own context, so memories and turns
+                # compete on the same signals when both kinds are searched (as in the measured recipe).
+                signals.setdefault("kw_ctx", {}).update({(kind, i): s for i, s in found})
+            found_any = found_any or bool(found)
+        if found_any:
+            return
+        # BM25 only knows whole analyzed words; a single CJK character, a fragment of an identifier or
+        # a stopword-only query still deserve an answer, which FTS5 (and its LIKE fallback) gives.
+        raw = params.query or " ".join(x.text for x in lines[-2:])
+        fts_terms = query_terms(raw)
+        if not fts_terms:
+            return
+        with self.db.read() as conn:
+            hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
+        signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
+
+    def _time_signal(
+        self,
+        agent_id: str,
+        windows: Sequence[TimeWindow],
+        signals: dict[str, dict[Hashable, float]],
+        version: StoreVersion,
+    ) -> None:
+        if not windows:
+            return
+        lifted: dict[Hashable, float] = {}
+        for kind in ("narrative", "context"):
+            for row_id, when in self.keywords.times_of(agent_id, kind, _candidates(signals, kind), version).items():
+                near = closeness(windows, when)
+                if near >= MIN_CLOSENESS:
+                    lifted[(kind, row_id)] = near
+        if lifted:
+            signals["time"] = lifted
+
+    def _speaker_signal(self, agent_id: str, texts: Sequence[str], signals: dict[str, dict[Hashable, float]]) -> None:
+        named = named_speakers([t for t in texts if t], self.keywords.speaker_names(agent_id))
+        if not named:
+            return
+        speakers = self.keywords.speakers_of(agent_id, _candidates(signals, "context"))
+        lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in speakers.items() if sp in named}
+        if lifted:
+            signals["speaker"] = lifted
+
+    def _spread(
+        self, agent_id: str, scores: dict[Hashable, float], parts: dict[Hashable, dict[str, float]], limit: int
+    ) -> dict[Hashable, float]:
+        if not scores:
+            return scores
+        # Spreading adds at most GAMMA × the best score, so a candidate further than that below the
+        # current limit-th score cannot reach the top: only the others need their neighbours looked up.
+        ordered = sorted(scores.values(), reverse=True)
+        reach = ordered[min(limit, len(ordered)) - 1] - GAMMA * ordered[0]
+        keys = cast(list[Key], [key for key, value in scores.items() if value >= reach])
+        turn_ids = [key[1] for key in keys if key[0] == "context"]
+        if not turn_ids:
+            return scores
+        beside = self.keywords.neighbours(agent_id, turn_ids)
+        neighbours: dict[Hashable, tuple[Hashable, ...]] = {
+            ("context", i): tuple(("context", j) for j in near) for i, near in beside.items() if near
+        }
+        spread = spread_to_neighbours(scores, cast(Mapping[Hashable, tuple[Hashable, ...]], neighbours), gamma=GAMMA)
+        for key in neighbours:
+            if spread[key] > scores[key]:
+                parts[key] = {**parts[key], "neighbour": spread[key] - scores[key]}
+        return spread
+
+    def _hydrate(
+        self,
+        agent_id: str,
+        ranked: list[tuple[Key, float]],
+        parts: Mapping[Hashable, dict[str, float]],
+        similarity: Mapping[Hashable, float],
+    ) -> list[SearchHit]:
+        keys = [key for key, _ in ranked]
+        narrative_ids = [key[1] for key in keys if key[0] == "narrative"]
+        turn_ids = [key[1] for key in keys if key[0] == "context"]
+        with self.db.read() as conn:
+            narratives = load_narratives(conn, agent_id, narrative_ids)
+            turns = load_turns(conn, agent_id, turn_ids)
+        hits: list[SearchHit] = []
+        for (kind, row_id), score in ranked:
+            contributions = {name: round(value, 4) for name, value in parts.get((kind, row_id), {}).items()}
+            cosine = similarity.get((kind, row_id))
+            if kind == "narrative" and row_id in narratives:
+                n = narratives[row_id]
+                hits.append(
+                    SearchHit(
+                        "narrative",
+                        n.id,
+                        score,
+                        n.gesture,
+                        n.occurred_at,
+                        weight=n.weight,
+                        tags=n.tags,
+                        signals=contributions,
+                        similarity=cosine,
+                    )
+                )
+            elif kind == "context" and row_id in turns:
+                t = turns[row_id]
+                hits.append(
+                    SearchHit(
+                        "context",
+                        t.id,
+                        score,
+                        t.content,
+                        t.created_at,
+                        session_id=t.session_id,
+                        speaker=t.speaker,
+                        signals=contributions,
+                        similarity=cosine,
+                    )
+                )
+        return hits
+
+
+def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
+    """Ids of the rows of `kind` that any signal found so far, ascending."""
+    keys = cast(set[Key], {key for values in signals.values() for key in values})
+    return sorted(key[1] for key in keys if key[0] == kind)

@@ -1,0 +1,219 @@
+"""The in-memory keyword index: BM25 views per (agent, kind), refreshed from the store by row id.
+
+Rows are immutable once written, so each search first pulls only rows newer than the last one
+seen (a primary-key range scan), and older ones that were still in flight then (``IdCursor``): a
+write is keyword-searchable on the very next query, also when another process wrote it. Per
+context turn it also keeps what the ranking needs besides text: session order (for the previous
+turn and for neighbour spreading), speaker and time.
+
+Views: ``kw`` = the row's search text (``memory_text``); ``kw_ctx`` (context turns only) = the
+previous turn of the same session followed by this turn, so a short reply ("yes, last June")
+matches the question it answers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import cast
+
+from sqlalchemy import select
+
+from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
+from tideline_core.store.database import Database
+from tideline_core.store.lookup import chunks
+from tideline_core.store.schema import ContextTurn, Narrative, NarrativeTag
+
+K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
+B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
+
+
+def _stamp(value: datetime) -> float:
+    return value.timestamp()
+
+
+@dataclass
+class _Shard:
+    kw: BM25Index
+    kw_ctx: BM25Index | None
+    cursor: IdCursor = field(default_factory=IdCursor)  # which row ids are absorbed
+    times: dict[int, float] = field(default_factory=dict)
+    speaker: dict[int, str] = field(default_factory=dict)
+    speaker_turns: dict[str, int] = field(default_factory=dict)
+    tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    session_of: dict[int, str] = field(default_factory=dict)
+    sessions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    version: StoreVersion | None = None  # the store's high-water marks when last refreshed
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_turn(self, row_id: int, session: str, speaker: str, content: str, at: float) -> None:
+        tokens = tuple(analyze(turn_text(speaker, content)))
+        self.kw.add(row_id, tokens)
+        self.times[row_id] = at
+        self.speaker[row_id] = speaker
+        self.speaker_turns[speaker] = self.speaker_turns.get(speaker, 0) + 1
+        self.tokens[row_id] = tokens
+        self.session_of[row_id] = session
+        order = self.sessions.setdefault(session, [])
+        pos = bisect.bisect_left(order, (at, row_id))
+        order.insert(pos, (at, row_id))
+        assert self.kw_ctx is not None
+        before = self.tokens[order[pos - 1][1]] if pos > 0 else ()
+        self.kw_ctx.add(row_id, before + tokens)
+        if pos + 1 < len(order):  # a turn arriving out of order becomes the previous turn of the next one
+            nxt = order[pos + 1][1]
+            self.kw_ctx.add(nxt, tokens + self.tokens[nxt])
+
+    def neighbours(self, row_id: int) -> tuple[int, ...]:
+        session = self.session_of.get(row_id)
+        if session is None:
+            return ()
+        order = self.sessions[session]
+        pos = bisect.bisect_left(order, (self.times[row_id], row_id))
+        return tuple(order[j][1] for j in (pos - 1, pos + 1) if 0 <= j < len(order))
+
+
+class KeywordIndex:
+    """BM25 over analyzed text (jieba + stopwords + light stemming), per agent and kind."""
+
+    def __init__(self, db: Database, *, k1: float = K1, b: float = B) -> None:
+        self.db = db
+        self.k1 = k1
+        self.b = b
+        self._shards: dict[tuple[str, str], _Shard] = {}
+        self._guard = threading.Lock()
+
+    def _shard(self, agent_id: str, kind: str) -> _Shard:
+        with self._guard:
+            shard = self._shards.get((agent_id, kind))
+            if shard is None:
+                ctx = BM25Index(k1=self.k1, b=self.b) if kind == "context" else None
+                shard = self._shards[(agent_id, kind)] = _Shard(kw=BM25Index(k1=self.k1, b=self.b), kw_ctx=ctx)
+            return shard
+
+    def refresh(self, agent_id: str, kind: str, version: StoreVersion | None = None) -> _Shard:
+        """The agent's shard with every row written since the last refresh absorbed.
+
+        Skipped when `version` (read by the caller before this call) equals the one seen at the last
+        refresh and no older id is still awaited: then nothing can have been written since.
+        """
+        shard = self._shard(agent_id, kind)
+        with shard.lock:
+            if version is not None and version == shard.version and not shard.cursor.holes:
+                return shard
+            if kind == "context":
+                self._absorb_turns(agent_id, shard)
+            else:
+                self._absorb_narratives(agent_id, shard)
+            shard.version = version  # only once absorbed: a failed load must not be skipped next time
+        return shard
+
+    def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
+        with self.db.snapshot() as conn:
+            rows = conn.execute(
+                select(
+                    ContextTurn.id,
+                    ContextTurn.session_id,
+                    ContextTurn.speaker,
+                    ContextTurn.content,
+                    ContextTurn.created_at,
+                )
+                .where(
+                    ids_after(ContextTurn.id, shard.cursor),
+                    ContextTurn.agent_id == agent_id,
+                )
+                .order_by(ContextTurn.id)
+            ).all()
+            newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))
+        for r in rows:
+            shard.add_turn(int(r.id), r.session_id, r.speaker, r.content, _stamp(r.created_at))
+        shard.cursor.settle(newest, visible, time.monotonic())
+
+    def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
+        with self.db.snapshot() as conn:
+            rows = conn.execute(
+                select(
+                    Narrative.id,
+                    Narrative.gesture,
+                    Narrative.context,
+                    Narrative.moment,
+                    Narrative.cognition_direction,
+                    Narrative.entities_role,
+                    Narrative.occurred_at,
+                )
+                .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
+                .order_by(Narrative.id)
+            ).all()
+            ids = [int(r.id) for r in rows]
+            newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, ids)
+            tags: dict[int, list[str]] = {}
+            for chunk in chunks(ids):
+                for narrative_id, tag in conn.execute(
+                    select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
+                ):
+                    tags.setdefault(int(narrative_id), []).append(tag)
+        for r in rows:
+            fields = NarrativeFields(
+                r.gesture, r.context, r.moment, r.cognition_direction, r.entities_role, tuple(tags.get(r.id, ()))
+            )
+            shard.kw.add(int(r.id), analyze(narrative_search_text(fields)))
+            shard.times[int(r.id)] = _stamp(r.occurred_at)
+        shard.cursor.settle(newest, visible, time.monotonic())
+
+    def search_views(
+        self,
+        agent_id: str,
+        kind: str,
+        terms: Mapping[str, float],
+        k: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        version: StoreVersion | None = None,
+    ) -> dict[str, list[tuple[int, float]]]:
+        """Top-k (row id, BM25 score) of every view of `kind` ('kw', and 'kw_ctx' for turns), one refresh."""
+        shard = self.refresh(agent_id, kind, version)
+        views = {"kw": shard.kw} if shard.kw_ctx is None else {"kw": shard.kw, "kw_ctx": shard.kw_ctx}
+        if not terms:
+            return {view: [] for view in views}
+        out: dict[str, list[tuple[int, float]]] = {}
+        with shard.lock:
+            for view, index in views.items():
+                if since is None and until is None:
+                    out[view] = [(cast(int, i), s) for i, s in index.score(terms, top_k=k)]
+                    continue
+                lo = since.timestamp() if since is not None else float("-inf")
+                hi = until.timestamp() if until is not None else float("inf")
+                hits = [(cast(int, i), s) for i, s in index.score(terms) if lo <= shard.times[cast(int, i)] <= hi]
+                out[view] = hits[:k]
+        return out
+
+    def neighbours(self, agent_id: str, ids: Iterable[int]) -> dict[int, tuple[int, ...]]:
+        """The turns just before and after each context turn in its session."""
+        shard = self._shard(agent_id, "context")
+        with shard.lock:
+            return {i: shard.neighbours(i) for i in ids}
+
+    def speaker_names(self, agent_id: str) -> set[str]:
+        """Every speaker of the agent's context turns (as of the last refresh)."""
+        shard = self._shard(agent_id, "context")
+        with shard.lock:
+            return set(shard.speaker_turns)
+
+    def times_of(
+        self, agent_id: str, kind: str, ids: Sequence[int], version: StoreVersion | None = None
+    ) -> dict[int, datetime]:
+        """When each row happened (a turn's time, a memory's occurred_at)."""
+        shard = self.refresh(agent_id, kind, version)
+        with shard.lock:
+            return {i: datetime.fromtimestamp(shard.times[i], UTC) for i in ids if i in shard.times}
+
+    def speakers_of(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
+        shard = self._shard(agent_id, "context")
+        with shard.lock:
+            return {i: shard.speaker[i] for i in ids if i in shard.speaker}

@@ -1,0 +1,49 @@
+"""The use-case layer: everything an agent, an operator or a worker does, as methods of one `Service`.
+
+Every edge (MCP tools, the CLI, worker tasks, runtime hooks) parses its input, calls one method
+here and formats the result; no edge re-implements a flow. The service works over the store, the
+hybrid searcher and a `JobQueue` (derived work goes there after a write commits). Build it with
+`tideline_core.compose.compose(settings, jobs=...)`.
+
+    MemoryOps     write, record, amend, recall, search, timeline          (service/memory.py)
+    KnowledgeOps  profiles, self-concept, threads, snapshots               (service/knowledge.py)
+    OrganizeOps   graph, topics, soft clusters, heatmap, trigger, status   (service/organize.py)
+    PipelineOps   embed, log attention, import, reconcile, run a stage     (service/pipeline.py)
+"""
+
+from tideline_core.service.jobs import JobQueue, NullJobQueue
+from tideline_core.service.knowledge import KnowledgeOps
+from tideline_core.service.memory import MemoryOps
+from tideline_core.service.organize import OrganizeOps
+from tideline_core.service.pipeline import ImportReport, PipelineOps, ReconcileReport
+from tideline_core.service.results import (
+    ClusterMemberView,
+    GraphView,
+    NarrativeWrite,
+    SoftClustersView,
+    StatusReport,
+    TopicsView,
+    TopicView,
+    TurnsRecorded,
+)
+
+
+class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps):
+    """One object for every operation (see the module docstring for where each lives)."""
+
+
+__all__ = [
+    "ClusterMemberView",
+    "GraphView",
+    "ImportReport",
+    "JobQueue",
+    "NarrativeWrite",
+    "NullJobQueue",
+    "ReconcileReport",
+    "Service",
+    "SoftClustersView",
+    "StatusReport",
+    "TopicView",
+    "TopicsView",
+    "TurnsRecorded",
+]

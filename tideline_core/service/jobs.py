@@ -1,0 +1,54 @@
+"""The job queue the service hands derived work to: this Protocol, with Celery's implementation in `workers`.
+
+Every call returns at once and never fails a write: a row the service committed stays pending
+when the queue is unreachable, and the reconciler asks for its work again later (the outbox).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class JobQueue(Protocol):
+    def embed(self, agent_id: str) -> bool:
+        """Ask for the agent's pending rows to be embedded; False when the queue is unreachable."""
+        ...
+
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+        """Ask for retrieval hits (narrative id, similarity) to be logged; False when unreachable."""
+        ...
+
+    def start_stage(self, agent_id: str, stage: str) -> str | None:
+        """Run a dream stage for the agent now: its task id, or None when the queue is unreachable.
+
+        Raises Conflict while the agent's nightly dream runs (it runs every stage anyway).
+        """
+        ...
+
+    def queue_depths(self) -> dict[str, int] | None:
+        """Jobs waiting per queue, or None when the queue is unreachable."""
+        ...
+
+    def workers(self) -> dict[str, list[str]] | None:
+        """Live workers and the queues each takes, or None when unknown."""
+        ...
+
+
+class NullJobQueue:
+    """For processes with no queue (evaluation, one-shot scripts): takes nothing and says so."""
+
+    def embed(self, agent_id: str) -> bool:
+        return False
+
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+        return False
+
+    def start_stage(self, agent_id: str, stage: str) -> str | None:
+        return None
+
+    def queue_depths(self) -> dict[str, int] | None:
+        return None
+
+    def workers(self) -> dict[str, list[str]] | None:
+        return None

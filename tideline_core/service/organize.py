@@ -1,0 +1,121 @@
+"""What the dream stages built, read back (graph, topics, soft clusters, attention), a stage started by hand, status."""
+
+from __future__ import annotations
+
+from tideline_core.attention import Heatmap, heatmap, hits_since
+from tideline_core.dream.clusters import store as clusters
+from tideline_core.dream.entities import store as entities
+from tideline_core.dream.registry import stage_named
+from tideline_core.dream.runs import recent_runs
+from tideline_core.errors import BrokerUnavailable, ConfigurationError, EmbedderUnavailable
+from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
+from tideline_core.service.base import ServiceParts
+from tideline_core.service.results import (
+    ClusterMemberView,
+    GraphMode,
+    GraphView,
+    SoftClustersView,
+    StatusReport,
+    TopicsView,
+    TopicView,
+)
+from tideline_core.store import events, status
+from tideline_core.store.narratives import load_narratives
+
+NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
+LAST_TASK_EVENTS = 5
+LAST_DREAM_RUNS = 8
+
+
+class OrganizeOps(ServiceParts):
+    def graph(self, agent_id: str, query: GraphQuery) -> GraphView:
+        """Top nodes and edges; one entity and its edges; or the edges between two entities."""
+        with self.db.read() as conn:
+            nodes, edges = entities.read_graph(conn, agent_id, entity=query.entity, other=query.other, top=query.top)
+        mode: GraphMode = "pair" if query.other is not None else "entity" if query.entity is not None else "top"
+        note = None
+        if not nodes:
+            note = (
+                NOT_BUILT.format(stage="graph")
+                if mode == "top"
+                else "no such entity in the graph (names match exactly)"
+            )
+        return GraphView(mode, tuple(nodes), tuple(edges), note)
+
+    def heatmap(self, agent_id: str, days: int) -> Heatmap:
+        """Where the agent's retrieval hits of the last `days` landed, per cluster, and the clusters never lit."""
+        with self.db.read() as conn:
+            hits = hits_since(conn, agent_id, days)
+            topics, soft = clusters.memberships(conn, agent_id)
+        return heatmap(hits, topics, soft)
+
+    def soft_clusters(self, agent_id: str, query: SoftClustersQuery) -> SoftClustersView:
+        """Every soft cluster; or one cluster's members; and, for a query text, where it would land."""
+        vector, note = None, None
+        if query.query is not None:
+            # The query is embedded before any transaction opens.
+            try:
+                vector = self.embedder.queries([query.query], timeout=self.query_timeout)[0]
+            except (EmbedderUnavailable, ConfigurationError) as exc:
+                note = f"cannot route the query: the embedder is unavailable ({exc})"
+        members: tuple[ClusterMemberView, ...] = ()
+        with self.db.read() as conn:
+            if query.label is not None:
+                detail = clusters.read_soft_cluster(conn, agent_id, query.label, limit=query.limit)
+                found = [detail.summary]
+                gestures = load_narratives(conn, agent_id, [m[0] for m in detail.members])
+                members = tuple(
+                    ClusterMemberView(nid, rank, distance, gestures[nid].gesture if nid in gestures else "")
+                    for nid, rank, distance in detail.members
+                )
+            else:
+                found = clusters.read_soft_clusters(conn, agent_id)
+            routed = clusters.route_query(conn, agent_id, vector, self.embedder.model) if vector is not None else None
+        if not found:
+            note = note or NOT_BUILT.format(stage="recluster")
+        elif vector is not None and routed is None:
+            note = "no soft clusters of the current embedding model yet: the recluster stage builds them"
+        return SoftClustersView(tuple(found), members, routed, note)
+
+    def topics(self, agent_id: str, query: TopicsQuery) -> TopicsView:
+        """The largest topic clusters, each with a few of its newest narratives."""
+        with self.db.read() as conn:
+            found = clusters.read_topics(conn, agent_id, limit=query.limit, sample=query.sample)
+            gestures = load_narratives(conn, agent_id, sorted({i for t in found for i in t.narrative_ids}))
+        topics = tuple(
+            TopicView(
+                t.keyword, t.label, t.size, tuple((i, gestures[i].gesture) for i in t.narrative_ids if i in gestures)
+            )
+            for t in found
+        )
+        return TopicsView(topics, None if topics else NOT_BUILT.format(stage="recluster"))
+
+    def trigger(self, agent_id: str, stage_name: str) -> str:
+        """Start a dream stage for the agent now; its task id.
+
+        InvalidInput for a stage that does not exist; Conflict while the agent's nightly dream runs;
+        BrokerUnavailable when the job queue cannot be reached (nothing was started).
+        """
+        stage = stage_named(stage_name)
+        task_id = self.jobs.start_stage(agent_id, stage.name)
+        if task_id is None:
+            raise BrokerUnavailable("the task queue is unreachable, so nothing was started; try again later")
+        return task_id
+
+    def status(self, agent_id: str) -> StatusReport:
+        """What the agent's memory holds, what is pending, and how the pipeline is doing."""
+        with self.db.read() as conn:
+            counts = status.counts(conn, agent_id)
+            task_events = events.recent_task_events(conn, limit=LAST_TASK_EVENTS, agent_id=agent_id)
+            runs = recent_runs(conn, agent_id, LAST_DREAM_RUNS)
+        depths = self.jobs.queue_depths()
+        return StatusReport(
+            agent=agent_id,
+            counts=counts,
+            queue_depths=depths,
+            # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
+            workers=self.jobs.workers() if depths is not None else None,
+            embedder=self.embedder.model,
+            task_events=tuple(task_events),
+            dream_runs=tuple(runs),
+        )

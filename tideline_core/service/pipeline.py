@@ -1,0 +1,101 @@
+"""What the workers do, each a method a thin task calls: embed, log attention, import, reconcile, run a stage.
+
+Every operation is idempotent, so a redelivered task does no harm: saving a vector is an upsert,
+an attention hit is keyed by its time, an import by its id, a stage run by (agent, day, stage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tideline_core import ingest
+from tideline_core.attention import log_hits
+from tideline_core.dream.registry import stage_named
+from tideline_core.dream.runs import agents_with_narratives, day_of, expire_running, run_stage
+from tideline_core.inputs import ContextTurnIn
+from tideline_core.service.base import ServiceParts
+from tideline_core.store import embeddings, events, turns
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    import_id: str
+    imported: int
+    already_imported: bool
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    agents: tuple[str, ...]  # agents whose pending rows were handed to the queue again
+    pending: int
+    interrupted_dream_stages: int
+
+
+class PipelineOps(ServiceParts):
+    def embed_pending(self, agent_id: str, *, batch_size: int, max_batches: int) -> ingest.EmbedReport:
+        """Embed the agent's pending rows in batches (no transaction open while the model runs)."""
+        report = ingest.embed_pending(
+            self.db, self.embedder, agent_id=agent_id, batch_size=batch_size, max_batches=max_batches
+        )
+        if report.remaining:
+            # More than one task's share: the rest continues in a fresh task, far from any time limit.
+            self.jobs.embed(agent_id)
+        return report
+
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime) -> int:
+        """Record retrieval hits on the agent's own narratives; `at` (when they happened) keys a replay."""
+        with self.db.write() as conn:
+            return log_hits(conn, agent_id, hits, source, at)
+
+    def import_turns(self, agent_id: str, items: Sequence[ContextTurnIn], import_id: str) -> ImportReport:
+        """Store a whole session's turns at once, exactly once per `import_id`, then queue their embedding."""
+        with self.db.write() as conn:
+            ids = turns.import_turns_once(conn, agent_id, import_id, items)
+        if ids:
+            self.jobs.embed(agent_id)
+        return ImportReport(import_id, len(ids or []), ids is None)
+
+    def reconcile(self, *, pending_before: datetime, stale_stages_before: datetime) -> ReconcileReport:
+        """The outbox sweep: queue embedding again for rows pending since before `pending_before` (unless the
+        deployment is keyword-only), and mark dream stages still 'running' since before
+        `stale_stages_before` as failed (their worker is gone)."""
+        with self.db.write() as conn:
+            interrupted = expire_running(conn, started_before=stale_stages_before)
+        with self.db.read() as conn:
+            waiting = embeddings.pending_agents(conn, older_than=pending_before)
+        agents = tuple(sorted({agent for _kind, agent, _count in waiting})) if self.embeds else ()
+        for agent in agents:
+            self.jobs.embed(agent)
+        return ReconcileReport(agents, sum(count for _kind, _agent, count in waiting), interrupted)
+
+    def mark_stale_embeddings(self) -> int:
+        """Rows whose vectors come from another model (or lack a view) go back to pending; how many."""
+        with self.db.write() as conn:
+            return sum(embeddings.mark_stale(conn, self.embedder.model, view) for view in embeddings.VIEWS)
+
+    def run_stage(
+        self, stage_name: str, agent_id: str, *, day: str | None = None, trigger: str, task_id: str
+    ) -> dict[str, Any]:
+        """Run a dream stage on the record (`dream_runs`); its figures, and its Markdown report if it has one."""
+        stage = stage_named(stage_name)
+        day = day or day_of()
+        output = run_stage(self.stages, stage, agent_id, day, {"trigger": trigger, "task_id": task_id})
+        result: dict[str, Any] = {"agent_id": agent_id, "stage": stage.name, "day": day, **output.figures}
+        if output.report:
+            result["markdown"] = output.report
+        return result
+
+    def dreaming_agents(self) -> list[str]:
+        """Every agent the nightly dream runs for (those with narratives)."""
+        with self.db.read() as conn:
+            return agents_with_narratives(conn)
+
+    def record_task_event(self, *, task_name: str, task_id: str, agent_id: str, state: str, detail: str) -> None:
+        """Remember a task's failure or retry, for `status`."""
+        with self.db.write() as conn:
+            events.record_task_event(
+                conn, task_name=task_name, task_id=task_id, agent_id=agent_id, state=state, detail=detail
+            )

@@ -1,0 +1,84 @@
+"""What the service's operations return, as frozen values the edges format (MCP models, CLI text, JSON)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tideline_core.dream.clusters.soft import Route
+from tideline_core.dream.clusters.store import SoftClusterSummary
+from tideline_core.dream.entities.store import EdgeView, NodeView
+from tideline_core.dream.runs import DreamRunRecord
+from tideline_core.records import AgentCounts
+from tideline_core.store.events import TaskEventRecord
+
+GraphMode = Literal["top", "entity", "pair"]
+
+
+@dataclass(frozen=True)
+class NarrativeWrite:
+    """A stored narrative: its id, weight and recurrence, and whether its embedding job was queued."""
+
+    id: int
+    weight: float
+    recurrence: int
+    queued: bool
+
+
+@dataclass(frozen=True)
+class TurnsRecorded:
+    ids: tuple[int, ...]
+    queued: bool
+
+
+@dataclass(frozen=True)
+class GraphView:
+    mode: GraphMode
+    nodes: tuple[NodeView, ...]
+    edges: tuple[EdgeView, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterMemberView:
+    narrative_id: int
+    rank: int
+    distance: float
+    gesture: str
+
+
+@dataclass(frozen=True)
+class SoftClustersView:
+    clusters: tuple[SoftClusterSummary, ...]
+    members: tuple[ClusterMemberView, ...] = ()
+    route: Route | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicView:
+    keyword: str
+    label: str
+    size: int
+    samples: tuple[tuple[int, str], ...]  # (narrative id, gesture), newest first
+
+
+@dataclass(frozen=True)
+class TopicsView:
+    topics: tuple[TopicView, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    agent: str
+    counts: AgentCounts
+    queue_depths: dict[str, int] | None  # None: the job queue is unreachable
+    workers: dict[str, list[str]] | None
+    embedder: str
+    task_events: tuple[TaskEventRecord, ...] = ()
+    dream_runs: tuple[DreamRunRecord, ...] = field(default_factory=tuple)
+
+    @property
+    def embeddings_pending(self) -> int:
+        return self.counts.pending_narratives + self.counts.pending_context

@@ -1,0 +1,248 @@
+"""Load a benchmark through the service's write path, embed it, and ask every question through its search."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from tideline_core.inputs import (
+    MAX_CONVERSATION,
+    MAX_LINE,
+    MAX_QUERY,
+    ContextTurnIn,
+    ConversationLine,
+    NarrativeIn,
+    SearchIn,
+)
+from tideline_core.service import Service
+from tideline_eval import locomo, madial
+from tideline_eval.metrics import dedupe, mean, percentile, recall_at
+
+Progress = Callable[[str, int, int], None]
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    mode: str
+    questions: int
+    recall: dict[int, float]
+    session_recall: dict[int, float] = field(default_factory=dict)
+    per_category: dict[int, dict[int, float]] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "turn_recall": {str(k): round(v, 4) for k, v in self.recall.items()},
+            "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
+            "questions": self.questions,
+        }
+        if self.session_recall:
+            out["session_recall"] = {str(k): round(v, 4) for k, v in self.session_recall.items()}
+        if self.per_category:
+            out["per_category"] = {
+                str(c): {str(k): round(v, 4) for k, v in row.items()} for c, row in sorted(self.per_category.items())
+            }
+        return out
+
+
+def embed_all(service: Service, agents: Sequence[str], progress: Progress, batch_size: int = 64) -> None:
+    """Embed every pending row of `agents`, reporting progress as batches complete."""
+    total = sum(service.status(agent).embeddings_pending for agent in agents)
+    done = 0
+    progress("embedding", 0, total)
+    for agent in agents:
+        while (report := service.embed_pending(agent, batch_size=batch_size, max_batches=1)).embedded:
+            done += report.embedded
+            progress("embedding", done, total)
+
+
+@dataclass
+class _Clock:
+    """Each query's whole time, and the part of it spent in the model pass over the query."""
+
+    total: list[float] = field(default_factory=list)
+    model: list[float] = field(default_factory=list)
+
+    def timed_search(self, service: Service, agent: str, params: SearchIn) -> list[int]:
+        started = time.perf_counter()
+        outcome = service.search(agent, params)
+        self.total.append((time.perf_counter() - started) * 1000)
+        self.model.append(outcome.embed_ms)
+        return [h.id for h in outcome.hits]
+
+    def latency_ms(self) -> dict[str, float]:
+        """p50/p95 of the whole query; also of the query embedding and of the rest (the engine's own work)."""
+        rest = [t - m for t, m in zip(self.total, self.model, strict=True)]
+        return {
+            "p50": percentile(self.total, 50),
+            "p95": percentile(self.total, 95),
+            "embed_p50": percentile(self.model, 50),
+            "embed_p95": percentile(self.model, 95),
+            "rest_p50": percentile(rest, 50),
+            "rest_p95": percentile(rest, 95),
+        }
+
+
+def _query(text: str) -> str:
+    # Keep the end of an over-long query: in a dialogue the latest lines matter most.
+    return text[-MAX_QUERY:]
+
+
+def run_locomo(
+    service: Service,
+    conversations: Sequence[locomo.Conversation],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
+    """Turn- and session-level recall@k of each search mode over categories 1–4."""
+    dia_of: dict[tuple[str, int], str] = {}
+    total_turns = sum(len(c.turns) for c in conversations)
+    loaded = 0
+    for conv in conversations:
+        turns = [
+            ContextTurnIn(
+                role="user",
+                speaker=t.speaker,
+                content=t.text,
+                session_id=f"{conv.sample_id}:{locomo.session_of(t.dia_id)}",
+                metadata={"dia_id": t.dia_id},
+                created_at=t.at,
+            )
+            for t in conv.turns
+        ]
+        recorded = service.record_turns(conv.sample_id, turns)
+        dia_of.update({(conv.sample_id, i): t.dia_id for i, t in zip(recorded.ids, conv.turns, strict=True)})
+        loaded += len(turns)
+        progress("loading", loaded, total_turns)
+    embed_all(service, [conv.sample_id for conv in conversations], progress)
+    depth = max(ks)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        # No mode pays with the query vectors another mode computed.
+        service.searcher.forget_queries()
+        recalls: dict[int, list[float]] = defaultdict(list)
+        sessions: dict[int, list[float]] = defaultdict(list)
+        by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        clock = _Clock()
+        questions = [(conv, q) for conv in conversations for q in conv.questions]
+        for number, (conv, question) in enumerate(questions, 1):
+            ids = clock.timed_search(
+                service,
+                conv.sample_id,
+                SearchIn(query=_query(question.question), limit=depth, kinds="context", mode=mode),  # type: ignore[arg-type]
+            )
+            ranked = [dia_of[(conv.sample_id, i)] for i in ids]
+            ranked_sessions = dedupe([locomo.session_of(d) for d in ranked])
+            gold_sessions = [locomo.session_of(d) for d in question.evidence]
+            for k in ks:
+                r = recall_at(ranked, question.evidence, k)
+                recalls[k].append(r)
+                by_category[question.category][k].append(r)
+                sessions[k].append(recall_at(ranked_sessions, gold_sessions, k))
+            if number % 25 == 0 or number == len(questions):
+                progress(f"asking ({mode})", number, len(questions))
+        results[mode] = ModeResult(
+            mode=mode,
+            questions=len(clock.total),
+            recall={k: mean(v) for k, v in recalls.items()},
+            session_recall={k: mean(v) for k, v in sessions.items()},
+            per_category={c: {k: mean(v) for k, v in row.items()} for c, row in by_category.items()},
+            latency_ms=clock.latency_ms(),
+        )
+    return results
+
+
+def _memory_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def conversation_of(dialogue: madial.Dialogue) -> list[ConversationLine]:
+    """The dialogue before the test turn as conversation lines (the newest the search accepts)."""
+    lines = []
+    for raw in dialogue.query_lines[-MAX_CONVERSATION:]:
+        speaker, text = madial.parse_line(raw)
+        if text:
+            lines.append(
+                ConversationLine(speaker=speaker[:128], text=text[:MAX_LINE], is_self=speaker == madial.SELF_SPEAKER)
+            )
+    return lines
+
+
+def agent_of_user(user: str) -> str:
+    return f"madial-user-{user}"
+
+
+def run_madial(
+    service: Service,
+    memories: Sequence[madial.Memory],
+    dialogues: Sequence[madial.Dialogue],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
+    """Recall@k of each search mode: each user's event memories as narratives, each dialogue a query."""
+    memory_of: dict[tuple[str, int], str] = {}
+    for number, memory in enumerate(memories, 1):
+        agent = agent_of_user(memory.user)
+        when = _memory_time(memory.time)
+        # A date is when the event happened (occurred_at), not a description of the moment; only a
+        # time that is not a date is kept as text.
+        data = NarrativeIn(
+            gesture=memory.event,
+            context=memory.scene,
+            moment="" if when else memory.time,
+            tags=[t for t in (memory.emotion,) if t],
+            occurred_at=when,
+        )
+        written = service.write_narrative(agent, data)
+        memory_of[(agent, written.id)] = memory.id
+        progress("loading", number, len(memories))
+    embed_all(service, sorted({agent for agent, _ in memory_of}), progress)
+    depth = max(ks)
+    results: dict[str, ModeResult] = {}
+    for mode in modes:
+        service.searcher.forget_queries()
+        recalls: dict[int, list[float]] = defaultdict(list)
+        clock = _Clock()
+        for number, dialogue in enumerate(dialogues, 1):
+            agent = agent_of_user(dialogue.user)
+            # The dialogue goes in as a conversation, as an agent would pass its recent turns.
+            params = SearchIn(conversation=conversation_of(dialogue), limit=depth, kinds="narratives", mode=mode)  # type: ignore[arg-type]
+            ids = clock.timed_search(service, agent, params)
+            ranked = [memory_of[(agent, i)] for i in ids]
+            for k in ks:
+                recalls[k].append(recall_at(ranked, dialogue.relevant, k))
+            if number % 20 == 0 or number == len(dialogues):
+                progress(f"asking ({mode})", number, len(dialogues))
+        results[mode] = ModeResult(
+            mode=mode,
+            questions=len(clock.total),
+            recall={k: mean(v) for k, v in recalls.items()},
+            latency_ms=clock.latency_ms(),
+        )
+    return results
+
+
+def published_recall(
+    published: dict[str, dict[str, tuple[list[str], list[str]]]],
+    dialogues: Sequence[madial.Dialogue],
+    ks: Sequence[int],
+) -> dict[str, dict[int, float]]:
+    """The benchmark authors' own top-20 runs scored the same way, over the same dialogues."""
+    wanted = {d.id for d in dialogues}
+    table: dict[str, dict[int, float]] = {}
+    for system, runs in published.items():
+        rows = [(top, gold) for dialogue_id, (top, gold) in runs.items() if dialogue_id in wanted and gold]
+        table[system] = {k: mean([recall_at(top, gold, k) for top, gold in rows]) for k in ks if k <= 20}
+    return table

@@ -1,0 +1,171 @@
+"""The Celery implementation of the core's JobQueue: typed publishes by task name that never block or fail a write.
+
+A publish that cannot reach the broker is logged and dropped: the row it was about is already
+committed with its work marked pending, and the reconciler on beat publishes it again later (the
+outbox). Publishers import this module, the queues and the locks, never the tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+from celery import Celery
+from kombu.exceptions import KombuError
+from redis.exceptions import RedisError
+
+from tideline_core.settings import Settings
+from tideline_core.timeutil import utcnow
+from workers import locks
+from workers.locks import redis_client_url
+from workers.queues import ROUTES, Queue, TaskName
+
+log = logging.getLogger(__name__)
+
+# kombu's Redis transport keeps one list per priority step: `name`, then `name\x06\x16{3,6,9}`.
+_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+_BROKER_ERRORS = (KombuError, RedisError, OSError)
+
+
+class CeleryJobQueue:
+    """Publishes by task name (never imports a task) and never raises on a broker fault.
+
+    After a failed publish the circuit stays open for `breaker_seconds`: calls return at once, so
+    a dead broker costs each write at most one fast failure. Every call is bounded well under a
+    second when Redis is down, so it may run on an event loop thread (or via anyio.to_thread).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        breaker_seconds: float = 2.0,
+        workers_ttl: float = 5.0,
+        inspect_timeout: float = 0.5,
+        socket_timeout: float = 0.5,
+    ) -> None:
+        url = settings.resolved_redis_url
+        self._app = Celery("tideline-dispatch", broker=url, set_as_current=False)
+        self._app.conf.update(
+            task_routes=ROUTES,
+            task_serializer="json",
+            accept_content=["json"],
+            task_send_sent_event=True,
+            broker_connection_retry_on_startup=False,
+            broker_connection_timeout=socket_timeout,
+            broker_connection_max_retries=0,
+            task_publish_retry=True,
+            task_publish_retry_policy={
+                "max_retries": 1,
+                "interval_start": 0,
+                "interval_step": 0.1,
+                "interval_max": 0.1,
+            },
+            broker_transport_options={
+                "visibility_timeout": settings.visibility_timeout_seconds,
+                "socket_connect_timeout": socket_timeout,
+                "socket_timeout": socket_timeout,
+            },
+        )
+        self._redis = redis.Redis.from_url(
+            redis_client_url(url),
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+        )
+        self._breaker_seconds = breaker_seconds
+        self._workers_ttl = workers_ttl
+        self._inspect_timeout = inspect_timeout
+        self._open_until = 0.0
+        self._lock = threading.Lock()
+        self._inspect_lock = threading.Lock()
+        self._workers_cache: tuple[float, dict[str, list[str]] | None] | None = None
+
+    # -- circuit breaker --
+    def _circuit_open(self) -> bool:
+        with self._lock:
+            return time.monotonic() < self._open_until
+
+    def _trip(self, what: str, exc: BaseException) -> None:
+        with self._lock:
+            self._open_until = time.monotonic() + self._breaker_seconds
+        log.warning("broker unreachable (%s): %s: %s", what, type(exc).__name__, exc)
+
+    def _send(self, name: TaskName, kwargs: dict[str, Any]) -> str | None:
+        if self._circuit_open():
+            return None
+        try:
+            result = self._app.send_task(str(name), kwargs=kwargs)
+        except _BROKER_ERRORS as exc:
+            self._trip(f"publish {name}", exc)
+            return None
+        return str(result.id)
+
+    # -- JobQueue --
+    def embed(self, agent_id: str) -> bool:
+        return self._send(TaskName.EMBED_PENDING, {"agent_id": agent_id}) is not None
+
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+        if not hits:
+            return True
+        payload = {
+            "agent_id": agent_id,
+            "hits": [[int(n), float(s)] for n, s in hits],
+            "source": source,
+            "at": utcnow().isoformat(),
+        }
+        return self._send(TaskName.LOG_ATTENTION, payload) is not None
+
+    def start_stage(self, agent_id: str, stage: str) -> str | None:
+        if self._circuit_open():
+            return None
+        try:
+            # Refused up front while the nightly chain holds the agent's lock (the task checks again).
+            locks.refuse_while_nightly(self._redis, agent_id)
+        except _BROKER_ERRORS as exc:
+            self._trip("check the dream lock", exc)
+            return None
+        return self._send(TaskName.RUN_STAGE, {"stage": stage, "agent_id": agent_id})
+
+    def queue_depths(self) -> dict[str, int] | None:
+        if self._circuit_open():
+            return None
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            for queue in Queue:
+                for suffix in _PRIORITY_SUFFIXES:
+                    pipe.llen(f"{queue}{suffix}")
+            lengths = pipe.execute()
+        except _BROKER_ERRORS as exc:
+            self._trip("queue depths", exc)
+            return None
+        steps = len(_PRIORITY_SUFFIXES)
+        return {str(q): int(sum(lengths[i * steps : (i + 1) * steps])) for i, q in enumerate(Queue)}
+
+    def workers(self) -> dict[str, list[str]] | None:
+        now = time.monotonic()
+        cached = self._workers_cache
+        if cached is not None and now - cached[0] < self._workers_ttl:
+            return cached[1]
+        if self._circuit_open():
+            return None
+        with self._inspect_lock:
+            answer = self._inspect()
+            self._workers_cache = (time.monotonic(), answer)
+            return answer
+
+    def _inspect(self) -> dict[str, list[str]] | None:
+        try:
+            self._redis.ping()  # bounded by the socket timeouts; inspect itself may retry connecting
+            replies = self._app.control.inspect(timeout=self._inspect_timeout).active_queues() or {}
+        except _BROKER_ERRORS as exc:
+            self._trip("inspect workers", exc)
+            return None
+        return {worker: sorted(q["name"] for q in queues) for worker, queues in sorted(replies.items())}
+
+    def close(self) -> None:
+        self._redis.close()
+        self._app.close()
