@@ -39,14 +39,7 @@ from tideline_core.dream.weights import store as weights
 from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
-from tideline_core.store.schema import (
-    AttentionHit,
-    ContextTurn,
-    Embedding,
-    Narrative,
-    NarrativeSource,
-    NarrativeTag,
-)
+from tideline_core.store.schema import AttentionHit, ContextTurn, Embedding, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.tokens import initialize
 
 AGENT = "bench"
@@ -208,7 +201,7 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(
-        f"# Script layer through the organize layer — {os.cpu_count()} cores, "
+        f"# Dream stages of the script layer on a SQLite file — {os.cpu_count()} cores, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
     )
     stages = list(next(iter(results.values()))[0])

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tideline_core.inputs import SearchIn
-from tideline_core.records import (
-    ContextTurnRecord,
-    NarrativeRecord,
-    ProfileRecord,
-    SelfConceptRecord,
-    SnapshotRecord,
-    ThreadRecord,
-)
-from tideline_core.search import SearchHit, SearchOutcome
-from tideline_core.service import StatusReport
+
+class Result(BaseModel):
+    # Results are read off the service's frozen records by attribute name: one list of fields, not two.
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
+    @classmethod
+    def of(cls, value: object) -> Self:
+        """The result for a record or view of the service (its attributes named as these fields)."""
+        return cls.model_validate(value)
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class Version(_Out):
+class Version(Result):
     """An earlier text of a profile or self-concept entry."""
 
     version: int
@@ -35,7 +29,7 @@ class Version(_Out):
 # --- narratives -------------------------------------------------------------------------------
 
 
-class NarrativeWritten(_Out):
+class NarrativeWritten(Result):
     id: int
     weight: float = Field(
         description="0.2–1.0: (importance×0.35 + emotional×0.25 + recurrence×0.25 + unresolved×0.15) / 5"
@@ -47,58 +41,36 @@ class NarrativeWritten(_Out):
     queued: bool = Field(description="whether the embedding job reached the queue now (if not, a reconciler retries)")
 
 
-class Narrative(_Out):
+class Narrative(Result):
+    """A narrative memory in full, as written, with what the system derived from it."""
+
     id: int
-    narrative_type: str
-    gesture: str
+    narrative_type: str = Field(description="event, reflection, insight, decision, dream or other")
+    gesture: str = Field(description="what happened, in one sentence")
     context: str
     moment: str
     cognition_direction: str
-    importance: int
-    emotional: int
-    recurrence: int
-    unresolved: int
-    weight: float
+    importance: int = Field(description="1–5, as written")
+    emotional: int = Field(description="1–5, as written")
+    recurrence: int = Field(description="1–5, from how many other memories share a tag (refreshed nightly)")
+    unresolved: int = Field(description="1–5, as written")
+    weight: float = Field(description="0.2–1.0, from the four scores (scaled down when recent memories inflate)")
     tags: list[str]
-    entities_role: str
+    entities_role: str = Field(description="who did what, as written")
     related_entities: list[str]
-    source_links: list[int]
-    occurred_at: datetime
-    created_at: datetime
-    embedding_state: str
-    amendments: list[str]
-
-    @classmethod
-    def of(cls, r: NarrativeRecord) -> Narrative:
-        return cls(
-            id=r.id,
-            narrative_type=r.narrative_type,
-            gesture=r.gesture,
-            context=r.context,
-            moment=r.moment,
-            cognition_direction=r.cognition_direction,
-            importance=r.importance,
-            emotional=r.emotional,
-            recurrence=r.recurrence,
-            unresolved=r.unresolved,
-            weight=r.weight,
-            tags=list(r.tags),
-            entities_role=r.entities_role,
-            related_entities=list(r.related_entities),
-            source_links=list(r.source_links),
-            occurred_at=r.occurred_at,
-            created_at=r.created_at,
-            embedding_state=r.embedding_state,
-            amendments=list(r.amendments),
-        )
+    source_links: list[int] = Field(description="ids of the context turns it came from")
+    occurred_at: datetime = Field(description="when it happened")
+    created_at: datetime = Field(description="when it was written")
+    embedding_state: str = Field(description="pending until a worker has embedded it, then done")
+    amendments: list[str] = Field(description="notes attached later with memory_amend, oldest first")
 
 
-class Recall(_Out):
+class Recall(Result):
     count: int
     narratives: list[Narrative]
 
 
-class Amended(_Out):
+class Amended(Result):
     id: int = Field(description="the amendment's id")
     narrative_id: int
 
@@ -106,7 +78,7 @@ class Amended(_Out):
 # --- search -----------------------------------------------------------------------------------
 
 
-class Hit(_Out):
+class Hit(Result):
     kind: str = Field(description="narrative or context")
     id: int
     score: float = Field(description="fused rank score; only the order is meaningful")
@@ -123,23 +95,8 @@ class Hit(_Out):
         "speaker (said by someone the query names), neighbour (lifted by an adjacent turn that matched)",
     )
 
-    @classmethod
-    def of(cls, h: SearchHit) -> Hit:
-        return cls(
-            kind=h.kind,
-            id=h.id,
-            score=h.score,
-            text=h.text,
-            occurred_at=h.occurred_at,
-            session_id=h.session_id,
-            speaker=h.speaker,
-            weight=h.weight,
-            tags=list(h.tags),
-            signals=dict(h.signals),
-        )
 
-
-class SearchResult(_Out):
+class SearchResult(Result):
     query: str
     mode: str = Field(description="the mode actually used: hybrid, keyword or dense")
     degraded: str | None = Field(
@@ -156,52 +113,30 @@ class SearchResult(_Out):
     )
     hits: list[Hit]
 
-    @classmethod
-    def of(cls, params: SearchIn, outcome: SearchOutcome) -> SearchResult:
-        return cls(
-            query=params.query,
-            mode=outcome.mode,
-            degraded=outcome.degraded,
-            terms=list(outcome.terms),
-            dates=list(outcome.dates),
-            embedded=list(outcome.embedded),
-            hits=[Hit.of(h) for h in outcome.hits],
-        )
-
 
 # --- context ----------------------------------------------------------------------------------
 
 
-class TurnRecorded(_Out):
+class TurnRecorded(Result):
     id: int
     session_id: str
     embedding: Literal["pending"] = "pending"
     queued: bool
 
 
-class Turn(_Out):
+class Turn(Result):
+    """One conversation turn, verbatim."""
+
     id: int
     session_id: str
-    role: str
-    speaker: str
+    role: str = Field(description="user, assistant, system or tool")
+    speaker: str = Field(description="who spoke (the role when no name was given)")
     content: str
     metadata: dict[str, Any]
-    created_at: datetime
-
-    @classmethod
-    def of(cls, t: ContextTurnRecord) -> Turn:
-        return cls(
-            id=t.id,
-            session_id=t.session_id,
-            role=t.role,
-            speaker=t.speaker,
-            content=t.content,
-            metadata=dict(t.metadata),
-            created_at=t.created_at,
-        )
+    created_at: datetime = Field(description="when it was said")
 
 
-class Timeline(_Out):
+class Timeline(Result):
     session_id: str | None = Field(description="the session shown, or null for recent turns of every session")
     count: int
     turns: list[Turn] = Field(description="oldest first")
@@ -210,127 +145,91 @@ class Timeline(_Out):
 # --- profiles, self-concept, threads, snapshots -----------------------------------------------
 
 
-class ProfileWritten(_Out):
+class ProfileWritten(Result):
     id: int
     entity: str
     kind: str
     version: int = Field(description="1 for a new entry; earlier texts are kept as history")
 
 
-class Profile(_Out):
+class Profile(Result):
+    """What you hold about one entity, of one kind."""
+
     id: int
     entity: str
-    kind: str
+    kind: str = Field(description="fact, impression, relationship, self or contact")
     content: str
-    pinned: bool
-    version: int
+    pinned: bool = Field(description="shown in full at session start")
+    version: int = Field(description="1 for the first text, one more for each replacement")
     updated_at: datetime
-    history: list[Version] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, p: ProfileRecord) -> Profile:
-        return cls(
-            id=p.id,
-            entity=p.entity,
-            kind=p.kind,
-            content=p.content,
-            pinned=p.pinned,
-            version=p.version,
-            updated_at=p.updated_at,
-            history=[Version(version=v, content=c, changed_at=t) for v, c, t in p.history],
-        )
+    history: list[Version] = Field(default_factory=list, description="earlier texts, oldest first (on request)")
 
 
-class Profiles(_Out):
+class Profiles(Result):
     count: int
     profiles: list[Profile]
 
 
-class SelfConceptWritten(_Out):
+class SelfConceptWritten(Result):
     id: int
     kind: str
     key: str
     version: int
 
 
-class SelfConceptEntry(_Out):
+class SelfConceptEntry(Result):
+    """One entry of your self-concept."""
+
     id: int
-    kind: str
+    kind: str = Field(description="fact, terrain or reflection")
     key: str
     content: str
-    version: int
+    version: int = Field(description="1 for the first text, one more for each replacement")
     updated_at: datetime
-    history: list[Version] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, s: SelfConceptRecord) -> SelfConceptEntry:
-        return cls(
-            id=s.id,
-            kind=s.kind,
-            key=s.key,
-            content=s.content,
-            version=s.version,
-            updated_at=s.updated_at,
-            history=[Version(version=v, content=c, changed_at=t) for v, c, t in s.history],
-        )
+    history: list[Version] = Field(default_factory=list, description="earlier texts, oldest first (on request)")
 
 
-class SelfConcept(_Out):
+class SelfConcept(Result):
     count: int
     entries: list[SelfConceptEntry]
 
 
-class ThreadWritten(_Out):
+class ThreadWritten(Result):
     id: int
     status: str
     created: bool = Field(description="true when a new thread was opened, false when an existing one was updated")
 
 
-class Thread(_Out):
+class Thread(Result):
+    """An open question or line of thought, and where it stands."""
+
     id: int
     title: str
-    content: str
-    status: str
-    priority: int
-    source: str
+    content: str = Field(description="notes: what is known so far, what to try next")
+    status: str = Field(description="open, exploring, resolved or dropped")
+    priority: int = Field(description="1–5, how much it pulls")
+    source: str = Field(description="who opened it: agent, or a dream stage")
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def of(cls, t: ThreadRecord) -> Thread:
-        return cls(
-            id=t.id,
-            title=t.title,
-            content=t.content,
-            status=t.status,
-            priority=t.priority,
-            source=t.source,
-            created_at=t.created_at,
-            updated_at=t.updated_at,
-        )
 
-
-class Threads(_Out):
+class Threads(Result):
     count: int
     threads: list[Thread]
 
 
-class SnapshotWritten(_Out):
+class SnapshotWritten(Result):
     id: int
 
 
-class Snapshot(_Out):
+class Snapshot(Result):
     id: int
     content: str
     mood: str
     created_at: datetime
 
-    @classmethod
-    def of(cls, s: SnapshotRecord) -> Snapshot:
-        return cls(id=s.id, content=s.content, mood=s.mood, created_at=s.created_at)
 
-
-class Snapshots(_Out):
+class Snapshots(Result):
     count: int
     snapshots: list[Snapshot] = Field(description="newest first")
 
@@ -338,7 +237,7 @@ class Snapshots(_Out):
 # --- status -----------------------------------------------------------------------------------
 
 
-class Counts(_Out):
+class Counts(Result):
     narratives: int
     context_turns: int
     profiles: int
@@ -350,16 +249,18 @@ class Counts(_Out):
     extra: dict[str, int] = Field(default_factory=dict, description="failed embeddings, amendments, attention hits")
 
 
-class TaskEvent(_Out):
-    task_name: str
-    task_id: str
+class TaskEvent(Result):
+    """A background task that failed or was retried."""
+
+    task_name: str = Field(description="e.g. tideline.ingest.embed_pending")
+    task_id: str = Field(description="the Celery task id (shown in Flower)")
     agent_id: str
-    state: str
-    detail: str
+    state: str = Field(description="failure or retry")
+    detail: str = Field(description="the error, as the worker saw it")
     created_at: datetime
 
 
-class DreamRun(_Out):
+class DreamRun(Result):
     """One dream-queue stage run (manual trigger or nightly chain), keyed by agent, UTC day and stage."""
 
     stage: str
@@ -372,7 +273,7 @@ class DreamRun(_Out):
     finished_at: datetime | None
 
 
-class Status(_Out):
+class Status(Result):
     agent: str
     counts: Counts
     embeddings_pending: int = Field(description="narratives and turns still waiting for a vector")
@@ -380,52 +281,5 @@ class Status(_Out):
     queue_depths: dict[str, int] | None = Field(description="messages waiting per queue; null when the broker is down")
     workers: dict[str, list[str]] | None = Field(description="live workers and their queues; null when unknown")
     embedder: str = Field(description="the embedding model that serves semantic search")
-    last_task_errors: list[TaskEvent]
+    last_task_errors: list[TaskEvent] = Field(description="the latest task failures and retries, newest first")
     dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")
-
-    @classmethod
-    def of(cls, r: StatusReport) -> Status:
-        c = r.counts
-        return cls(
-            agent=r.agent,
-            counts=Counts(
-                narratives=c.narratives,
-                context_turns=c.context_turns,
-                profiles=c.profiles,
-                self_concept=c.self_concept,
-                threads=c.threads,
-                snapshots=c.snapshots,
-                pending_narratives=c.pending_narratives,
-                pending_context=c.pending_context,
-                extra=dict(c.extra),
-            ),
-            embeddings_pending=r.embeddings_pending,
-            broker_reachable=r.queue_depths is not None,
-            queue_depths=r.queue_depths,
-            workers=r.workers,
-            embedder=r.embedder,
-            last_task_errors=[
-                TaskEvent(
-                    task_name=e.task_name,
-                    task_id=e.task_id,
-                    agent_id=e.agent_id,
-                    state=e.state,
-                    detail=e.detail,
-                    created_at=e.created_at,
-                )
-                for e in r.task_events
-            ],
-            dream_runs=[
-                DreamRun(
-                    stage=d.stage,
-                    day=d.day,
-                    status=d.status,
-                    trigger=str(d.inputs.get("trigger", "")),
-                    outputs=d.outputs,
-                    error=d.error,
-                    started_at=d.started_at,
-                    finished_at=d.finished_at,
-                )
-                for d in r.dream_runs
-            ],
-        )

@@ -57,7 +57,7 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
                     "counts": asdict(report.counts),
                     "queues": report.queue_depths,
                     "workers": report.workers,
-                    "last_task_events": [asdict(e) for e in report.task_events],
+                    "last_task_events": [asdict(e) for e in report.last_task_errors],
                     "dream_runs": [asdict(r) for r in report.dream_runs],
                 }
             )
@@ -76,7 +76,7 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  workers: broker unreachable")
     else:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
-    for e in report.task_events:
+    for e in report.last_task_errors:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
     for r in report.dream_runs:
         print(f"  dream {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -55,15 +56,19 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-def _instant(value: Any, field: str) -> datetime | None:
+def _instant(value: Any) -> datetime | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str | datetime):
         raise ValueError("must be an ISO-8601 date or date-time string")
     try:
-        return parse_instant(value, field)
+        return parse_instant(value, "date")
     except InvalidInput as exc:
         raise ValueError(exc.rule) from None
+
+
+# A date or date-time as ISO-8601 text (or a datetime), made timezone-aware UTC; empty means none.
+Instant = Annotated[datetime | None, BeforeValidator(_instant)]
 
 
 class NarrativeIn(_Input):
@@ -83,18 +88,13 @@ class NarrativeIn(_Input):
     )
     source_links: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=MAX_LIST)
     narrative_type: NarrativeType = "event"
-    occurred_at: datetime | None = None
+    occurred_at: Instant = None
 
     @field_validator("tags", mode="after")
     @classmethod
     def _distinct_tags(cls, tags: list[str]) -> list[str]:
         # Tags are matched exactly; keep the text as written (Chinese stays Chinese), only trim and dedupe.
         return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
-
-    @field_validator("occurred_at", mode="before")
-    @classmethod
-    def _occurred(cls, value: Any) -> datetime | None:
-        return _instant(value, "occurred_at")
 
 
 class ContextTurnIn(_Input):
@@ -103,7 +103,7 @@ class ContextTurnIn(_Input):
     session_id: str = Field(default="", max_length=256)
     speaker: str = Field(default="", max_length=128)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
+    created_at: Instant = None
 
     @field_validator("metadata", mode="after")
     @classmethod
@@ -115,11 +115,6 @@ class ContextTurnIn(_Input):
         if size > MAX_METADATA_BYTES:
             raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON, got {size}")
         return value
-
-    @field_validator("created_at", mode="before")
-    @classmethod
-    def _created(cls, value: Any) -> datetime | None:
-        return _instant(value, "created_at")
 
 
 class AmendmentIn(_Input):
@@ -179,13 +174,8 @@ class SearchIn(_Input):
     limit: StrictInt = Field(default=10, ge=1, le=100)
     kinds: SearchKind = "all"
     mode: SearchMode = "hybrid"
-    since: datetime | None = None
-    until: datetime | None = None
-
-    @field_validator("since", "until", mode="before")
-    @classmethod
-    def _bounds(cls, value: Any) -> datetime | None:
-        return _instant(value, "since/until")
+    since: Instant = None
+    until: Instant = None
 
     @field_validator("query", mode="after")
     @classmethod
@@ -204,26 +194,16 @@ class RecallQuery(_Input):
     tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
         default_factory=list, max_length=MAX_TAGS
     )
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Instant = None
+    until: Instant = None
     order: Literal["recent", "weight"] = "recent"
-
-    @field_validator("since", "until", mode="before")
-    @classmethod
-    def _bounds(cls, value: Any) -> datetime | None:
-        return _instant(value, "since/until")
 
 
 class TimelineQuery(_Input):
     session_id: str = Field(default="", max_length=256)
     limit: StrictInt = Field(default=50, ge=1, le=500)
-    since: datetime | None = None
-    until: datetime | None = None
-
-    @field_validator("since", "until", mode="before")
-    @classmethod
-    def _bounds(cls, value: Any) -> datetime | None:
-        return _instant(value, "since/until")
+    since: Instant = None
+    until: Instant = None
 
 
 class ProfilesQuery(_Input):

@@ -52,6 +52,15 @@ class ContextTurnRecord:
 
 
 @dataclass(frozen=True)
+class VersionRecord:
+    """An earlier text of a profile or self-concept entry."""
+
+    version: int
+    content: str
+    changed_at: datetime
+
+
+@dataclass(frozen=True)
 class ProfileRecord:
     id: int
     entity: str
@@ -60,7 +69,7 @@ class ProfileRecord:
     pinned: bool
     version: int
     updated_at: datetime
-    history: tuple[tuple[int, str, datetime], ...] = ()
+    history: tuple[VersionRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class SelfConceptRecord:
     content: str
     version: int
     updated_at: datetime
-    history: tuple[tuple[int, str, datetime], ...] = ()
+    history: tuple[VersionRecord, ...] = ()
 
 
 @dataclass(frozen=True)

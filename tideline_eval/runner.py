@@ -53,14 +53,18 @@ class ModeResult:
 
 
 def embed_all(service: Service, agents: Sequence[str], progress: Progress, batch_size: int = 64) -> None:
-    """Embed every pending row of `agents`, reporting progress as batches complete."""
+    """Embed every pending row (of every agent, oldest first), reporting progress as batches complete.
+
+    One pass over all agents rather than one per agent: the local engine's int8 activation scale is
+    set per model pass, so a vector depends a little on the texts that share its batch, and the
+    figures are comparable only when the batches are.
+    """
     total = sum(service.status(agent).embeddings_pending for agent in agents)
     done = 0
     progress("embedding", 0, total)
-    for agent in agents:
-        while (report := service.embed_pending(agent, batch_size=batch_size, max_batches=1)).embedded:
-            done += report.embedded
-            progress("embedding", done, total)
+    while (report := service.embed_pending(None, batch_size=batch_size, max_batches=1)).embedded:
+        done += report.embedded
+        progress("embedding", done, total)
 
 
 @dataclass

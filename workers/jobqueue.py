@@ -49,7 +49,7 @@ class CeleryJobQueue:
         socket_timeout: float = 0.5,
     ) -> None:
         url = settings.resolved_redis_url
-        self._app = Celery("tideline-dispatch", broker=url, set_as_current=False)
+        self._app = Celery("tideline-jobs", broker=url, set_as_current=False)
         self._app.conf.update(
             task_routes=ROUTES,
             task_serializer="json",
@@ -72,9 +72,7 @@ class CeleryJobQueue:
             },
         )
         self._redis = redis.Redis.from_url(
-            redis_client_url(url),
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
+            redis_client_url(url), socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
         )
         self._breaker_seconds = breaker_seconds
         self._workers_ttl = workers_ttl

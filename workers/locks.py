@@ -6,7 +6,7 @@ while it is held: the dispatcher checks before enqueueing, and the task checks a
 starts, raising Conflict. Refusing rather than waiting keeps a manual job from sitting in the
 dream queue for the hours a chain may take, and the chain runs every stage anyway.
 
-Publishers (the MCP server's dispatch, the CLI) may import this module: it needs only redis-py.
+Publishers (the job queue, the CLI) may import this module: it needs only redis-py.
 """
 
 from __future__ import annotations

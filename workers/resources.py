@@ -44,9 +44,7 @@ class WorkerResources:
         with self._lock:
             if self._redis is None:
                 self._redis = redis.Redis.from_url(
-                    redis_client_url(self.settings.resolved_redis_url),
-                    socket_timeout=10,
-                    socket_connect_timeout=2,
+                    redis_client_url(self.settings.resolved_redis_url), socket_timeout=10, socket_connect_timeout=2
                 )
             return self._redis
 

@@ -95,7 +95,7 @@ async def context_search(
     with tool_errors():
         params = parse(SearchIn, given(query=query, kinds="context", mode=mode, since=since, until=until, limit=limit))
         outcome = await offload(app.service.search, agent, params)
-    return SearchResult.of(params, outcome)
+    return SearchResult.of(outcome)
 
 
 async def context_timeline(

@@ -219,7 +219,7 @@ async def memory_search(
             ),
         )
         outcome = await offload(app.service.search, agent, params)
-    return SearchResult.of(params, outcome)
+    return SearchResult.of(outcome)
 
 
 async def memory_amend(ctx: Context, narrative_id: NarrativeId, note: Note) -> Amended:

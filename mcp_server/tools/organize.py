@@ -74,7 +74,7 @@ async def memory_attention_heatmap(ctx: Context, days: Days = None) -> HeatmapRe
     with tool_errors():
         query = parse(HeatmapQuery, given(days=days))
         heat = await offload(app.service.heatmap, agent, query.days)
-    return HeatmapResult.of(query.days, heat)
+    return HeatmapResult.of_heatmap(query.days, heat)
 
 
 async def memory_soft_clusters(

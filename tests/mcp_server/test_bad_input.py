@@ -174,12 +174,7 @@ BAD_READS: list[tuple[str, str, dict[str, Any], str, str]] = [
     ("tool", "arguments", "field", "rule"), [case[1:] for case in BAD_READS], ids=[case[0] for case in BAD_READS]
 )
 async def test_reads_refuse_bad_arguments_with_the_field_named(
-    local_settings: Settings,
-    dispatcher: RecordingJobQueue,
-    tool: str,
-    arguments: dict[str, Any],
-    field: str,
-    rule: str,
+    local_settings: Settings, dispatcher: RecordingJobQueue, tool: str, arguments: dict[str, Any], field: str, rule: str
 ) -> None:
     async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
         error = await refused(client, tool, **arguments)

@@ -50,10 +50,7 @@ async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
     local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     settings = local_settings.model_copy(
-        update={
-            "embedder": "http",
-            "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch",
-        }
+        update={"embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch"}
     )
     async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="a quiet morning")

@@ -79,11 +79,7 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
 
 
 async def test_a_write_while_the_broker_is_down_succeeds_fast_and_is_embedded_once_it_is_back(
-    settings: Settings,
-    database: Database,
-    celery_app: Any,
-    celery_worker: Any,
-    wait_until: Callable[..., Any],
+    settings: Settings, database: Database, celery_app: Any, celery_worker: Any, wait_until: Callable[..., Any]
 ) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

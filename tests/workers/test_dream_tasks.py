@@ -108,12 +108,7 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
 
 
 def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
-    settings: Settings,
-    database: Database,
-    celery_app: Any,
-    celery_worker: Any,
-    celery_jobs: Any,
-    redis_client: Any,
+    settings: Settings, database: Database, celery_app: Any, celery_worker: Any, celery_jobs: Any, redis_client: Any
 ) -> None:
     seed(database)
     token = locks.nightly_token("a-running-chain")

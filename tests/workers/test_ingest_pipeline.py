@@ -143,12 +143,7 @@ def test_an_import_with_one_bad_turn_stores_nothing_and_shows_up_in_the_last_tas
 
 
 def test_an_embedder_outage_is_retried_not_dropped_and_the_retry_is_recorded(
-    make_settings: Any,
-    database: Database,
-    celery_app: Any,
-    celery_worker: Any,
-    celery_jobs: Any,
-    wait_until: Any,
+    make_settings: Any, database: Database, celery_app: Any, celery_worker: Any, celery_jobs: Any, wait_until: Any
 ) -> None:
     from workers.resources import resources_of
 

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.dream.registry import Stage, StageContext, StageOutput
+from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import DreamRun, Narrative
 from tideline_core.timeutil import utcnow
 
@@ -35,6 +36,11 @@ class DreamRunRecord:
     started_at: datetime
     finished_at: datetime | None
 
+    @property
+    def trigger(self) -> str:
+        """What started the run: manual or nightly."""
+        return str(self.inputs.get("trigger", ""))
+
 
 def day_of(when: datetime | None = None) -> str:
     """The UTC date a run is filed under (YYYY-MM-DD)."""
@@ -45,12 +51,7 @@ def _upsert(conn: Connection, agent_id: str, day: str, stage: str, values: dict[
     # Keyed (agent, day, stage): a re-run of a stage on the same day updates its row, never adds one.
     dialect_insert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
     statement = dialect_insert(DreamRun).values(agent_id=agent_id, day=day, stage=stage, **values)
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=["agent_id", "day", "stage"],
-            set_=values,
-        )
-    )
+    conn.execute(statement.on_conflict_do_update(index_elements=["agent_id", "day", "stage"], set_=values))
 
 
 def start_run(conn: Connection, agent_id: str, day: str, stage: str, inputs: dict[str, Any]) -> None:
@@ -103,20 +104,7 @@ def recent_runs(conn: Connection, agent_id: str, limit: int = 10) -> list[DreamR
         .order_by(DreamRun.started_at.desc(), DreamRun.id.desc())
         .limit(limit)
     ).all()
-    return [
-        DreamRunRecord(
-            r.agent_id,
-            r.day,
-            r.stage,
-            r.status,
-            dict(r.inputs or {}),
-            dict(r.outputs or {}),
-            r.error,
-            r.started_at,
-            r.finished_at,
-        )
-        for r in rows
-    ]
+    return [as_record(DreamRunRecord, r, inputs=dict(r.inputs or {}), outputs=dict(r.outputs or {})) for r in rows]
 
 
 def agents_with_narratives(conn: Connection) -> list[str]:

@@ -10,11 +10,4 @@ from tideline_core.embedding.base import Embedder, NoEmbedder, normalize
 from tideline_core.embedding.http import HttpEmbedder
 from tideline_core.embedding.local import LOCAL_MODEL, LocalE5Embedder
 
-__all__ = [
-    "LOCAL_MODEL",
-    "Embedder",
-    "HttpEmbedder",
-    "LocalE5Embedder",
-    "NoEmbedder",
-    "normalize",
-]
+__all__ = ["LOCAL_MODEL", "Embedder", "HttpEmbedder", "LocalE5Embedder", "NoEmbedder", "normalize"]

@@ -151,10 +151,7 @@ class BM25Index:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def score(
-        self,
-        query: Mapping[str, float] | Iterable[str],
-        *,
-        top_k: int | None = None,
+        self, query: Mapping[str, float] | Iterable[str], *, top_k: int | None = None
     ) -> list[tuple[Hashable, float]]:
         """Documents matching any query term, best first (ties by insertion order).
 

@@ -85,6 +85,7 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchOutcome:
+    query: str
     hits: list[SearchHit]
     mode: str
     degraded: str | None = None
@@ -200,6 +201,7 @@ class HybridSearch:
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(
+            query=params.query,
             hits=self._hydrate(agent_id, ranked, parts, similarity),
             mode=mode,
             degraded=degraded,

@@ -124,10 +124,7 @@ class KeywordIndex:
                     ContextTurn.content,
                     ContextTurn.created_at,
                 )
-                .where(
-                    ids_after(ContextTurn.id, shard.cursor),
-                    ContextTurn.agent_id == agent_id,
-                )
+                .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
                 .order_by(ContextTurn.id)
             ).all()
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))

@@ -16,6 +16,7 @@ from tideline_core.service.results import (
     GraphView,
     SoftClustersView,
     StatusReport,
+    TopicSample,
     TopicsView,
     TopicView,
 )
@@ -84,7 +85,10 @@ class OrganizeOps(ServiceParts):
             gestures = load_narratives(conn, agent_id, sorted({i for t in found for i in t.narrative_ids}))
         topics = tuple(
             TopicView(
-                t.keyword, t.label, t.size, tuple((i, gestures[i].gesture) for i in t.narrative_ids if i in gestures)
+                t.keyword,
+                t.label,
+                t.size,
+                tuple(TopicSample(i, gestures[i].gesture) for i in t.narrative_ids if i in gestures),
             )
             for t in found
         )
@@ -116,6 +120,6 @@ class OrganizeOps(ServiceParts):
             # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
             workers=self.jobs.workers() if depths is not None else None,
             embedder=self.embedder.model,
-            task_events=tuple(task_events),
+            last_task_errors=tuple(task_events),
             dream_runs=tuple(runs),
         )

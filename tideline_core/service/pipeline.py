@@ -35,12 +35,12 @@ class ReconcileReport:
 
 
 class PipelineOps(ServiceParts):
-    def embed_pending(self, agent_id: str, *, batch_size: int, max_batches: int) -> ingest.EmbedReport:
-        """Embed the agent's pending rows in batches (no transaction open while the model runs)."""
+    def embed_pending(self, agent_id: str | None, *, batch_size: int, max_batches: int) -> ingest.EmbedReport:
+        """Embed the agent's pending rows (every agent's with None) in batches, no transaction open meanwhile."""
         report = ingest.embed_pending(
             self.db, self.embedder, agent_id=agent_id, batch_size=batch_size, max_batches=max_batches
         )
-        if report.remaining:
+        if report.remaining and agent_id is not None:
             # More than one task's share: the rest continues in a fresh task, far from any time limit.
             self.jobs.embed(agent_id)
         return report

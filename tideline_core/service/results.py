@@ -56,17 +56,27 @@ class SoftClustersView:
 
 
 @dataclass(frozen=True)
+class TopicSample:
+    id: int
+    gesture: str
+
+
+@dataclass(frozen=True)
 class TopicView:
     keyword: str
     label: str
     size: int
-    samples: tuple[tuple[int, str], ...]  # (narrative id, gesture), newest first
+    samples: tuple[TopicSample, ...]  # newest first
 
 
 @dataclass(frozen=True)
 class TopicsView:
     topics: tuple[TopicView, ...]
     note: str | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.topics)
 
 
 @dataclass(frozen=True)
@@ -76,9 +86,13 @@ class StatusReport:
     queue_depths: dict[str, int] | None  # None: the job queue is unreachable
     workers: dict[str, list[str]] | None
     embedder: str
-    task_events: tuple[TaskEventRecord, ...] = ()
+    last_task_errors: tuple[TaskEventRecord, ...] = ()  # failures and retries, newest first
     dream_runs: tuple[DreamRunRecord, ...] = field(default_factory=tuple)
 
     @property
     def embeddings_pending(self) -> int:
         return self.counts.pending_narratives + self.counts.pending_context
+
+    @property
+    def broker_reachable(self) -> bool:
+        return self.queue_depths is not None

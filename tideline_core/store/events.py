@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select
 
+from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import TaskEvent
 from tideline_core.timeutil import utcnow
 
@@ -42,15 +43,4 @@ def recent_task_events(conn: Connection, *, limit: int = 10, agent_id: str | Non
     if agent_id is not None:
         query = query.where(TaskEvent.agent_id.in_([agent_id, ""]))
     rows = conn.execute(query.order_by(TaskEvent.created_at.desc(), TaskEvent.id.desc()).limit(limit)).all()
-    return [
-        TaskEventRecord(
-            id=r.id,
-            task_name=r.task_name,
-            task_id=r.task_id,
-            agent_id=r.agent_id,
-            state=r.state,
-            detail=r.detail,
-            created_at=r.created_at,
-        )
-        for r in rows
-    ]
+    return [as_record(TaskEventRecord, r) for r in rows]

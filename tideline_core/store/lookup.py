@@ -1,13 +1,15 @@
-"""Loading rows by primary key: one agent's rows, in IN-lists of bounded size."""
+"""Loading rows: one agent's rows by primary key in IN-lists of bounded size, and rows as frozen records."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, FromClause, Row, select
 
 CHUNK = 500  # ids per IN (...): well under every driver's bound-parameter limit
+R = TypeVar("R")
 
 
 def chunks(ids: Sequence[int], size: int = CHUNK) -> Iterator[Sequence[int]]:
@@ -30,3 +32,16 @@ def owned_rows(
     for chunk in chunks(list(dict.fromkeys(ids))):
         rows += [r for r in conn.execute(select(*picked).where(table.c.id.in_(chunk))) if r.agent_id == agent_id]
     return rows
+
+
+def as_record(cls: type[R], row: Row[Any], **given: Any) -> R:
+    """The frozen record `cls` of a row: each field from the column of the same name, unless `given`.
+
+    A field neither in the row nor given keeps its default (a history not asked for, say).
+    """
+    columns = row._mapping
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    values = {
+        name: given[name] if name in given else columns[name] for name in names if name in given or name in columns
+    }
+    return cls(**values)

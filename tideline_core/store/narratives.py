@@ -15,7 +15,7 @@ from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.memory_text import narrative_search_text
 from tideline_core.records import NarrativeRecord, WrittenNarrative
 from tideline_core.store import fts
-from tideline_core.store.lookup import owned_rows
+from tideline_core.store.lookup import as_record, owned_rows
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.timeutil import utcnow
 
@@ -115,26 +115,12 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
         ):
             notes[nid].append(note)
     return {
-        r.id: NarrativeRecord(
-            id=r.id,
-            agent_id=r.agent_id,
-            narrative_type=r.narrative_type,
-            gesture=r.gesture,
-            context=r.context,
-            moment=r.moment,
-            cognition_direction=r.cognition_direction,
-            importance=r.importance,
-            emotional=r.emotional,
-            recurrence=r.recurrence,
-            unresolved=r.unresolved,
-            weight=r.weight,
+        r.id: as_record(
+            NarrativeRecord,
+            r,
             tags=tuple(sorted(tags[r.id])),
-            entities_role=r.entities_role,
             related_entities=tuple(r.related_entities or ()),
             source_links=tuple(links[r.id]),
-            occurred_at=r.occurred_at,
-            created_at=r.created_at,
-            embedding_state=r.embedding_state,
             amendments=tuple(notes[r.id]),
         )
         for r in rows

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
 from tideline_core.errors import NotFound
 from tideline_core.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn
-from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord
+from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord, VersionRecord
+from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import Profile, ProfileHistory, SelfConcept, SelfConceptHistory, Snapshot, Thread
 from tideline_core.timeutil import utcnow
 
@@ -43,15 +43,13 @@ def _upsert_versioned(
     return int(current.id), version
 
 
-def _histories(
-    conn: Connection, history: Any, owner: str, ids: list[int]
-) -> dict[int, tuple[tuple[int, str, datetime], ...]]:
+def _histories(conn: Connection, history: Any, owner: str, ids: list[int]) -> dict[int, tuple[VersionRecord, ...]]:
     """Earlier versions of each entry, oldest first."""
-    found: dict[int, list[tuple[int, str, datetime]]] = defaultdict(list)
+    found: dict[int, list[VersionRecord]] = defaultdict(list)
     if ids:
         column = getattr(history, owner)
         for h in conn.execute(select(history.__table__).where(column.in_(ids)).order_by(history.version)).all():
-            found[h._mapping[owner]].append((h.version, h.content, h.changed_at))
+            found[h._mapping[owner]].append(as_record(VersionRecord, h))
     return {i: tuple(found[i]) for i in ids}
 
 
@@ -78,19 +76,7 @@ def read_profiles(
         query = query.where(Profile.kind == kind)
     rows = conn.execute(query.order_by(Profile.pinned.desc(), Profile.entity, Profile.kind)).all()
     history = _histories(conn, ProfileHistory, "profile_id", [r.id for r in rows] if with_history else [])
-    return [
-        ProfileRecord(
-            id=r.id,
-            entity=r.entity,
-            kind=r.kind,
-            content=r.content,
-            pinned=r.pinned,
-            version=r.version,
-            updated_at=r.updated_at,
-            history=history.get(r.id, ()),
-        )
-        for r in rows
-    ]
+    return [as_record(ProfileRecord, r, history=history.get(r.id, ())) for r in rows]
 
 
 def upsert_self_concept(conn: Connection, agent_id: str, data: SelfConceptIn) -> tuple[int, int]:
@@ -114,18 +100,7 @@ def read_self_concept(
         query = query.where(SelfConcept.kind == kind)
     rows = conn.execute(query.order_by(SelfConcept.kind, SelfConcept.key)).all()
     history = _histories(conn, SelfConceptHistory, "self_concept_id", [r.id for r in rows] if with_history else [])
-    return [
-        SelfConceptRecord(
-            id=r.id,
-            kind=r.kind,
-            key=r.key,
-            content=r.content,
-            version=r.version,
-            updated_at=r.updated_at,
-            history=history.get(r.id, ()),
-        )
-        for r in rows
-    ]
+    return [as_record(SelfConceptRecord, r, history=history.get(r.id, ())) for r in rows]
 
 
 def write_thread(conn: Connection, agent_id: str, data: ThreadIn, source: str = "agent") -> int:
@@ -162,19 +137,7 @@ def read_threads(conn: Connection, agent_id: str, *, status: str | None = None, 
     if status is not None:
         query = query.where(Thread.status == status)
     rows = conn.execute(query.order_by(Thread.priority.desc(), Thread.updated_at.desc()).limit(limit)).all()
-    return [
-        ThreadRecord(
-            id=r.id,
-            title=r.title,
-            content=r.content,
-            status=r.status,
-            priority=r.priority,
-            source=r.source,
-            created_at=r.created_at,
-            updated_at=r.updated_at,
-        )
-        for r in rows
-    ]
+    return [as_record(ThreadRecord, r) for r in rows]
 
 
 def write_snapshot(conn: Connection, agent_id: str, data: SnapshotIn) -> int:
@@ -193,4 +156,4 @@ def read_snapshots(conn: Connection, agent_id: str, limit: int = 1) -> list[Snap
         .order_by(Snapshot.created_at.desc(), Snapshot.id.desc())
         .limit(limit)
     ).all()
-    return [SnapshotRecord(id=r.id, content=r.content, mood=r.mood, created_at=r.created_at) for r in rows]
+    return [as_record(SnapshotRecord, r) for r in rows]

@@ -54,16 +54,38 @@ naming = {
 }
 
 
+class Owned:
+    """Every row one agent owns: an integer key, and the agent (a token for agent A never reaches B's rows)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+
+
+class Entry(Owned):
+    """A profile or self-concept entry: replaced whole by an upsert, its earlier texts kept as history."""
+
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class EntryVersion(Owned):
+    """One earlier text of an entry."""
+
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=naming)
 
 
-class Narrative(Base):
+class Narrative(Owned, Base):
     """A structured memory: what happened (gesture), around it, and four 1–5 scores."""
 
     __tablename__ = "narratives"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     narrative_type: Mapped[str] = mapped_column(String(32), nullable=False, default="event")
     gesture: Mapped[str] = mapped_column(Text, nullable=False)
     context: Mapped[str] = mapped_column(Text, nullable=False, default="")
@@ -125,12 +147,10 @@ class Amendment(Base):
     __table_args__ = (Index("ix_amendments_narrative", "narrative_id"),)
 
 
-class ContextTurn(Base):
+class ContextTurn(Owned, Base):
     """One raw conversation turn, full text."""
 
     __tablename__ = "context_turns"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     session_id: Mapped[str] = mapped_column(String(256), nullable=False, default="")
     role: Mapped[str] = mapped_column(String(16), nullable=False)
     speaker: Mapped[str] = mapped_column(String(128), nullable=False, default="")
@@ -172,71 +192,47 @@ class Embedding(Base):
     )
 
 
-class Profile(Base):
+class Profile(Entry, Base):
     """What the agent holds about one entity, per kind (fact/impression/relationship/self/contact)."""
 
     __tablename__ = "profiles"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     entity: Mapped[str] = mapped_column(String(128), nullable=False)
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False)
     pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (UniqueConstraint("agent_id", "entity", "kind", name="uq_profiles_agent_entity_kind"),)
 
 
-class ProfileHistory(Base):
+class ProfileHistory(EntryVersion, Base):
     """Every earlier version of a profile entry, kept when an upsert replaces it."""
 
     __tablename__ = "profile_history"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     profile_id: Mapped[int] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_profile_history_profile", "profile_id", "version"),)
 
 
-class SelfConcept(Base):
+class SelfConcept(Entry, Base):
     """The agent's model of itself: fact, terrain (tendencies) or reflection, under a key."""
 
     __tablename__ = "self_concept"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
     key: Mapped[str] = mapped_column(String(128), nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (UniqueConstraint("agent_id", "kind", "key", name="uq_self_concept_agent_kind_key"),)
 
 
-class SelfConceptHistory(Base):
+class SelfConceptHistory(EntryVersion, Base):
     """Every earlier version of a self-concept entry."""
 
     __tablename__ = "self_concept_history"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     self_concept_id: Mapped[int] = mapped_column(ForeignKey("self_concept.id", ondelete="CASCADE"), nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
 
-class Thread(Base):
+class Thread(Owned, Base):
     """An open question or direction to explore, from the agent or from DREAM."""
 
     __tablename__ = "threads"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False, default="")
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="open")
@@ -248,12 +244,10 @@ class Thread(Base):
     __table_args__ = (Index("ix_threads_agent_status", "agent_id", "status", "priority"),)
 
 
-class Snapshot(Base):
+class Snapshot(Owned, Base):
     """A point-in-time statement of the agent's state; the latest one feeds T0."""
 
     __tablename__ = "snapshots"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     mood: Mapped[str] = mapped_column(String(128), nullable=False, default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
@@ -261,12 +255,10 @@ class Snapshot(Base):
     __table_args__ = (Index("ix_snapshots_agent_created", "agent_id", "created_at"),)
 
 
-class AttentionHit(Base):
+class AttentionHit(Owned, Base):
     """One retrieval hit on a narrative: which, how similar, from where, when."""
 
     __tablename__ = "attention_log"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     narrative_id: Mapped[int] = mapped_column(Integer, nullable=False)
     similarity: Mapped[float] = mapped_column(Float, nullable=False)
     source: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -275,12 +267,10 @@ class AttentionHit(Base):
     __table_args__ = (Index("ix_attention_agent_created", "agent_id", "created_at"),)
 
 
-class TopicCluster(Base):
+class TopicCluster(Owned, Base):
     """A keyword that survived the document-frequency filter, and the narratives under it."""
 
     __tablename__ = "topic_clusters"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     keyword: Mapped[str] = mapped_column(String(128), nullable=False)
     label: Mapped[str] = mapped_column(Text, nullable=False, default="")
     size: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -298,12 +288,10 @@ class TopicClusterMember(Base):
     __table_args__ = (Index("ix_topic_members_narrative", "agent_id", "narrative_id"),)
 
 
-class EmbeddingCluster(Base):
+class EmbeddingCluster(Owned, Base):
     """A k-means centroid in embedding space (soft clusters)."""
 
     __tablename__ = "emb_clusters"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     label: Mapped[int] = mapped_column(Integer, nullable=False)
     name: Mapped[str] = mapped_column(Text, nullable=False, default="")
     size: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
@@ -365,12 +353,10 @@ class ScanWatermark(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
 
-class DreamRun(Base):
+class DreamRun(Owned, Base):
     """One stage of one agent's dream for one day: inputs, outputs, tokens, status."""
 
     __tablename__ = "dream_runs"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
     day: Mapped[str] = mapped_column(String(10), nullable=False)
     stage: Mapped[str] = mapped_column(String(32), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="running")

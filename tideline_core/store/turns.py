@@ -12,7 +12,7 @@ from tideline_core.inputs import ContextTurnIn
 from tideline_core.memory_text import WINDOW_TURNS, turn_text, turn_window
 from tideline_core.records import ContextTurnRecord
 from tideline_core.store import fts
-from tideline_core.store.lookup import owned_rows
+from tideline_core.store.lookup import as_record, owned_rows
 from tideline_core.store.schema import ContextTurn
 from tideline_core.timeutil import utcnow
 
@@ -110,17 +110,7 @@ def import_turns_once(
 
 
 def _record(row: Any) -> ContextTurnRecord:
-    return ContextTurnRecord(
-        id=row.id,
-        agent_id=row.agent_id,
-        session_id=row.session_id,
-        role=row.role,
-        speaker=row.speaker,
-        content=row.content,
-        metadata=dict(row._mapping["metadata"] or {}),
-        created_at=row.created_at,
-        embedding_state=row.embedding_state,
-    )
+    return as_record(ContextTurnRecord, row, metadata=dict(row._mapping["metadata"] or {}))
 
 
 def load_turns(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, ContextTurnRecord]:

@@ -16,8 +16,7 @@ scores = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinit
 one_signal = st.dictionaries(doc_ids, scores, max_size=25)
 signal_sets = st.dictionaries(st.sampled_from(["keyword", "dense", "context", "sparse"]), one_signal, min_size=1)
 weight_sets = st.fixed_dictionaries(
-    {},
-    optional={name: st.floats(min_value=0.0, max_value=3.0) for name in ("keyword", "dense", "context", "sparse")},
+    {}, optional={name: st.floats(min_value=0.0, max_value=3.0) for name in ("keyword", "dense", "context", "sparse")}
 )
 methods = st.sampled_from(METHODS)
 
@@ -117,11 +116,7 @@ def test_an_unknown_method_or_a_negative_weight_is_refused():
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.dictionaries(st.integers(0, 12), st.floats(0.0, 5.0), min_size=1),
-    st.floats(0.0, 1.0),
-    st.data(),
-)
+@given(st.dictionaries(st.integers(0, 12), st.floats(0.0, 5.0), min_size=1), st.floats(0.0, 1.0), st.data())
 def test_spreading_to_neighbours_lifts_adjacent_turns_without_overtaking_the_raised_one(scores, gamma, data):
     neighbours = {d: [n for n in (d - 1, d + 1) if n in scores] for d in scores}
     doc = data.draw(st.sampled_from(sorted(scores)))

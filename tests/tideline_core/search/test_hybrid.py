@@ -245,11 +245,7 @@ def test_a_date_the_question_names_lifts_what_was_said_around_that_date(db: Data
         db, "alice", "june", [("Ann", "We went camping by the lake.")], start=datetime(2023, 6, 3, tzinfo=UTC)
     )
     august = record(
-        db,
-        "alice",
-        "august",
-        [("Ann", "We went camping by the lake.")],
-        start=datetime(2023, 8, 20, tzinfo=UTC),
+        db, "alice", "august", [("Ann", "We went camping by the lake.")], start=datetime(2023, 8, 20, tzinfo=UTC)
     )
     svc = service(db, WordsEmbedder())
     on_day_outcome = svc.search(

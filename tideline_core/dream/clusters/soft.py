@@ -224,9 +224,7 @@ def route(
 
 
 def name_clusters(
-    members: Sequence[Sequence[int]],
-    keyword_sets: Mapping[int, Collection[str]],
-    words: int = NAME_WORDS,
+    members: Sequence[Sequence[int]], keyword_sets: Mapping[int, Collection[str]], words: int = NAME_WORDS
 ) -> tuple[str, ...]:
     """`#label kw1 / kw2 / kw3` per cluster: the keywords most frequent in it and rare elsewhere.
 

@@ -156,11 +156,19 @@ def read_topics(conn: Connection, agent_id: str, *, limit: int = 25, sample: int
 
 
 @dataclass(frozen=True)
+class Neighbour:
+    """A cluster sharing `shared` narratives with another."""
+
+    label: int
+    shared: int
+
+
+@dataclass(frozen=True)
 class SoftClusterSummary:
     label: int
     name: str
     size: int
-    neighbours: tuple[tuple[int, int], ...]  # (label, shared narratives)
+    neighbours: tuple[Neighbour, ...]  # most shared first
 
 
 @dataclass(frozen=True)
@@ -178,12 +186,12 @@ def _adjacency(conn: Connection, agent_id: str) -> list[ClusterPair]:
     return [ClusterPair(r.cluster_a, r.cluster_b, r.shared) for r in rows]
 
 
-def _neighbours(pairs: list[ClusterPair]) -> dict[int, list[tuple[int, int]]]:
-    found: dict[int, list[tuple[int, int]]] = defaultdict(list)
+def _neighbours(pairs: list[ClusterPair]) -> dict[int, tuple[Neighbour, ...]]:
+    found: dict[int, list[Neighbour]] = defaultdict(list)
     for p in pairs:
-        found[p.a].append((p.b, p.shared))
-        found[p.b].append((p.a, p.shared))
-    return {label: sorted(items, key=lambda x: (-x[1], x[0])) for label, items in found.items()}
+        found[p.a].append(Neighbour(p.b, p.shared))
+        found[p.b].append(Neighbour(p.a, p.shared))
+    return {label: tuple(sorted(items, key=lambda n: (-n.shared, n.label))) for label, items in found.items()}
 
 
 def read_soft_clusters(conn: Connection, agent_id: str) -> list[SoftClusterSummary]:
@@ -193,7 +201,7 @@ def read_soft_clusters(conn: Connection, agent_id: str) -> list[SoftClusterSumma
         .where(EmbeddingCluster.agent_id == agent_id)
         .order_by(EmbeddingCluster.size.desc(), EmbeddingCluster.label)
     ).all()
-    return [SoftClusterSummary(r.label, r.name, r.size, tuple(neighbours.get(r.label, ()))) for r in rows]
+    return [SoftClusterSummary(r.label, r.name, r.size, neighbours.get(r.label, ())) for r in rows]
 
 
 def read_soft_cluster(conn: Connection, agent_id: str, label: int, *, limit: int = 50) -> SoftClusterDetail:
@@ -212,7 +220,7 @@ def read_soft_cluster(conn: Connection, agent_id: str, label: int, *, limit: int
     ).all()
     neighbours = _neighbours(_adjacency(conn, agent_id))
     return SoftClusterDetail(
-        SoftClusterSummary(label, row.name, row.size, tuple(neighbours.get(label, ()))),
+        SoftClusterSummary(label, row.name, row.size, neighbours.get(label, ())),
         tuple((m.narrative_id, m.rank, m.distance) for m in members),
     )
 

@@ -130,10 +130,7 @@ def parse_entities_role(
 
 
 def build_graph(
-    mentions: Iterable[EntityMention],
-    aliases: Mapping[str, str] | None = None,
-    *,
-    usual_roles: int = USUAL_ROLES,
+    mentions: Iterable[EntityMention], aliases: Mapping[str, str] | None = None, *, usual_roles: int = USUAL_ROLES
 ) -> EntityGraph:
     """The co-occurrence graph of every entity in `mentions` (one agent's narratives).
 

@@ -89,14 +89,7 @@ class EdgeView:
 def _node(row: Row[Any]) -> NodeView:
     roles: dict[str, int] = dict(row.roles or {})
     usual = tuple(sorted(roles, key=lambda r: (-roles[r], r))[:3])
-    return NodeView(
-        row.name,
-        row.mentions,
-        row.known,
-        usual,
-        row.first_seen.isoformat(),
-        row.last_seen.isoformat(),
-    )
+    return NodeView(row.name, row.mentions, row.known, usual, row.first_seen.isoformat(), row.last_seen.isoformat())
 
 
 def read_graph(

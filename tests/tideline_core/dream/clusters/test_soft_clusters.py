@@ -156,12 +156,7 @@ def test_assign_breaks_ties_towards_the_lower_label() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    st.integers(0, 40),
-    st.integers(2, 6),
-    st.integers(0, 3),
-    st.integers(0, 2**16),
-)
+@given(st.integers(0, 40), st.integers(2, 6), st.integers(0, 3), st.integers(0, 2**16))
 def test_memberships_and_adjacency_hold_for_any_input(n: int, dim: int, duplicates: int, seed: int) -> None:
     vectors = unit_rows(n, dim, seed)
     if n and duplicates:

@@ -8,12 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tideline_core.dream.entities.graph import (
-    MAX_ROLES,
-    EntityMention,
-    build_graph,
-    parse_entities_role,
-)
+from tideline_core.dream.entities.graph import MAX_ROLES, EntityMention, build_graph, parse_entities_role
 
 ALIASES = {"alice": "Alice", "ali": "Alice", "bob": "Bob", "bobby": "Bob", "照照": "照照"}
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -158,9 +158,7 @@ def test_after_reweighing_the_newest_window_is_never_inflated(records: list[Scor
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(
-        st.integers(0, 60),
-        st.lists(st.sampled_from(["a", "b", "c", "d", "e", "潮"]), max_size=3),
-        max_size=60,
+        st.integers(0, 60), st.lists(st.sampled_from(["a", "b", "c", "d", "e", "潮"]), max_size=3), max_size=60
     )
 )
 def test_the_fast_recurrence_scores_agree_with_the_reference_counts(tags: dict[int, list[str]]) -> None:
