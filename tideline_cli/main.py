@@ -23,6 +23,19 @@ Settings come from TIDELINE_* environment variables (and the original MEMORY_MCP
 AGENT_NAME, EMBEDDING_API_URL ... names); see deploy/env.example for every one."""
 
 
+UP_DESCRIPTION = """\
+Run migrations, start an embedded Redis (unless TIDELINE_REDIS_URL is set), then the MCP server
+on streamable HTTP, an ingest worker, a dream worker, Celery beat and Flower as child processes.
+Prints where each one is. Ctrl-C or SIGTERM stops them all; if one dies, all stop.
+
+Where things go (environment variables):
+  TIDELINE_HOME         data dir: database, Redis socket and AOF, logs (default ~/.tideline)
+  TIDELINE_HTTP_HOST    the MCP server's address (default 127.0.0.1)
+  TIDELINE_HTTP_PORT    the MCP server's port (default 8765)
+  TIDELINE_FLOWER_PORT  Flower's port on 127.0.0.1 (default 5555)
+  TIDELINE_HTTP_TOKENS  TOKEN:AGENT pairs; bearer auth, required to bind beyond loopback"""
+
+
 def _add_agent(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT / AGENT_NAME, else 'default')")
 
@@ -36,9 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "up",
         help="start the whole stack (Redis, MCP server, workers, beat, Flower); Ctrl-C stops it",
-        description="Run migrations, start an embedded Redis (unless TIDELINE_REDIS_URL is set), then the "
-        "MCP server on streamable HTTP, an ingest worker, a dream worker, Celery beat and Flower as child "
-        "processes. Prints where each one is. Ctrl-C or SIGTERM stops them all; if one dies, all stop.",
+        description=UP_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
     serve = sub.add_parser(

