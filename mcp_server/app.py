@@ -7,15 +7,20 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import Tool as MCPTool
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from mcp_server import arguments
 from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
 from mcp_server.context import AppContext
 from mcp_server.tools import register_all
@@ -50,6 +55,27 @@ def _warm_up(embedder: Embedder) -> None:
         )
 
 
+class TidelineServer(MCPServer[AppContext]):
+    """The SDK's server, with every tool's arguments checked by name and for nulls before the tool runs."""
+
+    _schemas: dict[str, dict[str, Any]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        listed = await super().list_tools()
+        return [tool.model_copy(update={"input_schema": arguments.published(tool.input_schema)}) for tool in listed]
+
+    async def call_tool(
+        self, name: str, arguments_: dict[str, Any], context: Context[AppContext, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._schemas is None:
+            self._schemas = {tool.name: dict(tool.input_schema) for tool in await super().list_tools()}
+        schema = self._schemas.get(name)
+        wrong = arguments.problem(name, schema, arguments_) if schema is not None else None
+        if wrong is not None:
+            raise ToolError(f"invalid input: {wrong[0]}: {wrong[1]}")
+        return await super().call_tool(name, arguments_, context)
+
+
 def create_server(
     settings: Settings,
     *,
@@ -79,7 +105,7 @@ def create_server(
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
             yield AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
 
-    server: MCPServer[AppContext] = MCPServer(
+    server = TidelineServer(
         "tideline",
         title="Tideline memory",
         instructions=INSTRUCTIONS,

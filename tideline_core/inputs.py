@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -42,7 +43,11 @@ MAX_QUERY = 2_000
 MAX_CONVERSATION = 20
 MAX_LINE = 2_000
 
+# Row ids are 32-bit integers on PostgreSQL: a larger one is refused here, the same on every backend.
+MAX_ID = 2**31 - 1
+
 Score = Annotated[StrictInt, Field(ge=1, le=5)]
+RowId = Annotated[StrictInt, Field(ge=1, le=MAX_ID)]
 NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "other"]
 TurnRole = Literal["user", "assistant", "system", "tool"]
 ProfileKind = Literal["fact", "impression", "relationship", "self", "contact"]
@@ -52,8 +57,28 @@ SearchMode = Literal["hybrid", "keyword", "dense"]
 SearchKind = Literal["all", "narratives", "context"]
 
 
+def _no_nul(value: Any) -> Any:
+    """Refuse the NUL character anywhere in a value: PostgreSQL cannot store it in text, SQLite would."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain the NUL character (\\x00)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key)
+            _no_nul(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _no_nul(item)
+    return value
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _text_without_nul(cls, value: Any) -> Any:
+        return _no_nul(value)
 
 
 def _instant(value: Any) -> datetime | None:
@@ -86,7 +111,7 @@ class NarrativeIn(_Input):
     related_entities: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
         default_factory=list, max_length=MAX_LIST
     )
-    source_links: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=MAX_LIST)
+    source_links: list[RowId] = Field(default_factory=list, max_length=MAX_LIST)
     narrative_type: NarrativeType = "event"
     occurred_at: Instant = None
 
@@ -118,7 +143,7 @@ class ContextTurnIn(_Input):
 
 
 class AmendmentIn(_Input):
-    narrative_id: StrictInt = Field(ge=1)
+    narrative_id: RowId
     note: str = Field(min_length=1, max_length=MAX_FIELD)
 
 
@@ -126,7 +151,7 @@ class ProfileIn(_Input):
     entity: str = Field(min_length=1, max_length=128)
     kind: ProfileKind
     content: str = Field(min_length=1, max_length=MAX_FIELD)
-    pinned: StrictBool = False
+    pinned: StrictBool | None = None  # None: a new entry is not pinned, a rewritten one keeps its pin
 
 
 class SelfConceptIn(_Input):
@@ -136,11 +161,21 @@ class SelfConceptIn(_Input):
 
 
 class ThreadIn(_Input):
-    title: str = Field(min_length=1, max_length=MAX_GESTURE)
-    content: str = Field(default="", max_length=MAX_FIELD)
-    status: ThreadStatus = "open"
-    priority: Score = 3
-    thread_id: StrictInt | None = Field(default=None, ge=1)
+    """A new thread (no `thread_id`; `title` needed), or an update of one: what is left out keeps its value."""
+
+    # `thread_id` comes first so the title's check below can see it.
+    thread_id: RowId | None = None
+    title: str | None = Field(default=None, min_length=1, max_length=MAX_GESTURE, validate_default=True)
+    content: str | None = Field(default=None, max_length=MAX_FIELD)
+    status: ThreadStatus | None = None
+    priority: Score | None = None
+
+    @field_validator("title", mode="after")
+    @classmethod
+    def _title_opens_a_thread(cls, title: str | None, info: ValidationInfo) -> str | None:
+        if title is None and info.data.get("thread_id") is None:
+            raise ValueError("is required to open a thread (give thread_id to update one)")
+        return title
 
 
 class SnapshotIn(_Input):
@@ -180,8 +215,9 @@ class SearchIn(_Input):
     @field_validator("query", mode="after")
     @classmethod
     def _something_to_find(cls, value: str, info: ValidationInfo) -> str:
-        if not value and not info.data.get("conversation"):
-            raise ValueError("should have at least 1 character (or give recent conversation lines)")
+        # A conversation that failed its own rules is reported as such, not as a missing query too.
+        if not value and "conversation" in info.data and not info.data["conversation"]:
+            raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
         return value
 
 
@@ -244,7 +280,7 @@ class HeatmapQuery(_Input):
 
 
 class SoftClustersQuery(_Input):
-    label: StrictInt | None = Field(default=None, ge=0)
+    label: StrictInt | None = Field(default=None, ge=0, le=MAX_ID)
     query: str | None = Field(default=None, min_length=1, max_length=2000)
     limit: StrictInt = Field(default=20, ge=1, le=200)
 
@@ -257,20 +293,30 @@ class TopicsQuery(_Input):
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def explain_validation(exc: ValidationError) -> InvalidInput:
-    """The first pydantic error as an InvalidInput naming the field and the rule (all rules listed)."""
-    problems = []
-    first_field = ""
+def explain_validation(exc: ValidationError, names: Mapping[str, str] | None = None) -> InvalidInput:
+    """Every pydantic error as one InvalidInput naming the first field and, per field, each rule broken.
+
+    `names` renames model fields to what the caller calls them (a tool's `recent_turns` is the
+    model's `conversation`). Items of a list are named by position: `tags: item 0 must be a string`.
+    """
+    rename = names or {}
+    by_field: dict[str, list[str]] = {}
     for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or "input"
-        first_field = first_field or field
-        problems.append(f"{field}: {error['msg']}")
-    return InvalidInput(first_field, "; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
+        loc = [str(part) for part in error["loc"]]
+        field = rename.get(loc[0], loc[0]) if loc else "input"
+        where = " ".join(f"item {part}" if part.isdigit() else part for part in loc[1:])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        by_field.setdefault(field, []).append(f"{where}: {message}" if where else message)
+    (first, rules), *others = by_field.items()
+    rule = "; ".join(rules)
+    if others:
+        rule += "; " + "; ".join(f"{field}: {'; '.join(more)}" for field, more in others)
+    return InvalidInput(first, rule)
 
 
-def parse(model: type[ModelT], data: dict[str, Any]) -> ModelT:
-    """Validate `data` as `model`, raising InvalidInput (never a bare pydantic error)."""
+def parse(model: type[ModelT], data: dict[str, Any], names: Mapping[str, str] | None = None) -> ModelT:
+    """Validate `data` as `model`, raising InvalidInput (never a bare pydantic error); see `explain_validation`."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise explain_validation(exc) from None
+        raise explain_validation(exc, names) from None

@@ -26,11 +26,15 @@ def parse_instant(value: str | datetime, field: str) -> datetime:
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     try:
-        return as_utc(datetime.fromisoformat(text))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput(
             field, f"must be an ISO-8601 date or date-time such as 2026-05-08 or 2026-05-08T13:56:00Z, got {value!r}"
         ) from None
+    try:
+        return as_utc(parsed)
+    except OverflowError:
+        raise InvalidInput(field, f"must fall between years 1 and 9999 once converted to UTC, got {value!r}") from None
 
 
 def human(value: datetime) -> str:

@@ -217,6 +217,7 @@ async def memory_search(
             given(
                 query=query, kinds=kinds, mode=mode, since=since, until=until, limit=limit, conversation=recent_turns
             ),
+            names={"conversation": "recent_turns"},
         )
         outcome = await offload(app.service.search, agent, params)
     return SearchResult.of(outcome)

@@ -42,7 +42,13 @@ ProfileContent = Annotated[
     str, spec(ProfileIn, "content", "The whole current text for this entity and kind (≤ 20000 chars).")
 ]
 Pinned = Annotated[
-    Any, spec(ProfileIn, "pinned", "true to always show this profile in full at session start (default false).")
+    Any,
+    spec(
+        ProfileIn,
+        "pinned",
+        "true to always show this profile in full at session start; a new entry is unpinned unless given, a "
+        "rewrite keeps its pin unless given.",
+    ),
 ]
 EntityFilter = Annotated[
     str, spec(ProfilesQuery, "entity", "Only this entity; empty for all.", {"type": "string", "maxLength": 128})
@@ -64,12 +70,30 @@ SelfHistory = Annotated[
     Any, spec(SelfConceptQuery, "with_history", "true to include every earlier version (default false).")
 ]
 
-Title = Annotated[str, spec(ThreadIn, "title", "The open question or line of thought, in one line (≤ 2000 chars).")]
-ThreadContent = Annotated[
-    str, spec(ThreadIn, "content", "Notes: what you know so far, what to try next (≤ 20000 chars).")
+Title = Annotated[
+    str,
+    spec(
+        ThreadIn,
+        "title",
+        "The open question or line of thought, in one line (≤ 2000 chars); required to open a thread.",
+        {"type": "string", "minLength": 1, "maxLength": 2000},
+    ),
 ]
-ThreadStatusArg = Annotated[Any, spec(ThreadIn, "status", "One of open (default), exploring, resolved, dropped.")]
-Priority = Annotated[Any, spec(ThreadIn, "priority", "How much it pulls at you, integer 1–5 (default 3).")]
+ThreadContent = Annotated[
+    str,
+    spec(
+        ThreadIn,
+        "content",
+        "Notes: what you know so far, what to try next (≤ 20000 chars).",
+        {"type": "string", "maxLength": 20000},
+    ),
+]
+ThreadStatusArg = Annotated[
+    Any, spec(ThreadIn, "status", "One of open (the default for a new thread), exploring, resolved, dropped.")
+]
+Priority = Annotated[
+    Any, spec(ThreadIn, "priority", "How much it pulls at you, integer 1–5 (3 for a new thread by default).")
+]
 ThreadId = Annotated[
     Any, spec(ThreadIn, "thread_id", "The id of an existing thread to update; omit to open a new one.")
 ]
@@ -88,7 +112,7 @@ SnapshotLimit = Annotated[
 
 
 async def memory_write_profile(
-    ctx: Context, entity: Entity, kind: ProfileKindArg, content: ProfileContent, pinned: Pinned = False
+    ctx: Context, entity: Entity, kind: ProfileKindArg, content: ProfileContent, pinned: Pinned = None
 ) -> ProfileWritten:
     """Write what you know about a person or thing: one entry per (entity, kind), replaced as a whole.
 
@@ -160,16 +184,16 @@ async def memory_read_self_concept(
 
 async def memory_write_thread(
     ctx: Context,
-    title: Title,
-    content: ThreadContent = "",
-    status: ThreadStatusArg = "open",
-    priority: Priority = 3,
+    title: Title | None = None,
+    content: ThreadContent | None = None,
+    status: ThreadStatusArg = None,
+    priority: Priority = None,
     thread_id: ThreadId = None,
 ) -> ThreadWritten:
     """Open a thread — a question or line of thought you want to come back to — or update one.
 
-    Without thread_id a new thread is opened; with it, that thread's title, notes, status and
-    priority are replaced (mark it resolved or dropped when done).
+    Without thread_id a new thread is opened (title required). With it, the fields you give replace
+    that thread's and the others keep their values: status='resolved' alone closes it.
 
     Returns the thread's id and status, and whether it was newly created.
     """
@@ -179,8 +203,8 @@ async def memory_write_thread(
         data = parse(
             ThreadIn, given(title=title, content=content, status=status, priority=priority, thread_id=thread_id)
         )
-        written_id = await offload(app.service.write_thread, agent, data)
-    return ThreadWritten(id=written_id, status=data.status, created=data.thread_id is None)
+        thread = await offload(app.service.write_thread, agent, data)
+    return ThreadWritten(id=thread.id, status=thread.status, created=data.thread_id is None)
 
 
 async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: ThreadLimit = 20) -> Threads:

@@ -31,7 +31,7 @@ BAD_WRITES: list[tuple[str, dict[str, Any], str, str]] = [
     ("impossible date", {**GOOD, "occurred_at": "2026-02-30"}, "occurred_at", "ISO-8601"),
     ("tags as a comma string", {**GOOD, "tags": "a,b"}, "tags", "valid list"),
     ("tags as a number", {**GOOD, "tags": 7}, "tags", "valid list"),
-    ("a tag that is not text", {**GOOD, "tags": ["ok", 3]}, "tags.1", "valid string"),
+    ("a tag that is not text", {**GOOD, "tags": ["ok", 3]}, "tags", "item 1: Input should be a valid string"),
     ("source link to a turn that does not exist", {**GOOD, "source_links": [12345]}, "source_links", "do not exist"),
 ]
 
@@ -209,3 +209,164 @@ async def test_fts_syntax_in_a_query_is_searched_as_plain_text(
         # `%` and `_` stay literal: a query of only "_" does not match every row through LIKE.
         underscore = await call(client, "memory_search", query="_", mode="keyword")
     assert {hit["id"] for hit in underscore["hits"]} <= {ids["snake_case_name"], ids["a_b%c"]}
+
+
+STORED = ("narratives", "context_turns", "profiles", "self_concept", "threads", "snapshots", "amendments")
+
+
+def stored_rows(settings: Settings) -> dict[str, int]:
+    return {table: row_count(settings, table) for table in STORED}
+
+
+async def test_every_tool_refuses_an_argument_it_does_not_have_and_a_null_naming_the_argument(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        tools = (await client.list_tools()).tools
+        assert len(tools) >= 20
+        for tool in tools:
+            error = await refused(client, tool.name, importnace=5)
+            assert f"invalid input: importnace: is not an argument of {tool.name}" in error, error
+            for name in tool.input_schema.get("properties", {}):
+                error = await refused(client, tool.name, **{name: None})
+                assert f"invalid input: {name}: must not be null" in error, error
+        # A misspelling next to good arguments stores nothing either.
+        assert "limt" in await refused(client, "memory_recall", limt=1)
+        assert "importnace" in await refused(client, "memory_write", gesture="kept?", importnace=5)
+    assert set(stored_rows(local_settings).values()) == {0} and dispatcher.embeds == []
+
+
+async def test_no_published_argument_schema_admits_null(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    import json
+
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        for tool in (await client.list_tools()).tools:
+            assert "null" not in json.dumps(tool.input_schema), tool.name
+
+
+OUT_OF_RANGE: list[tuple[str, str, dict[str, Any], str, str]] = [
+    # (case, tool, arguments, field, words of the rule)
+    (
+        "a date past year 9999 in UTC",
+        "memory_write",
+        {**GOOD, "occurred_at": "9999-12-31T23:59:59-14:00"},
+        "occurred_at",
+        "between years 1 and 9999",
+    ),
+    (
+        "a date before year 1 in UTC",
+        "memory_write",
+        {**GOOD, "occurred_at": "0001-01-01T00:00:00+14:00"},
+        "occurred_at",
+        "between years 1 and 9999",
+    ),
+    (
+        "a turn time past year 9999",
+        "context_record",
+        {"role": "user", "content": "hi", "created_at": "9999-12-31T23:59:59-14:00"},
+        "created_at",
+        "between years 1 and 9999",
+    ),
+    (
+        "a search bound past year 9999",
+        "memory_search",
+        {"query": "x", "since": "9999-12-31T23:59:59-14:00"},
+        "since",
+        "between years 1 and 9999",
+    ),
+    (
+        "a timeline bound before year 1",
+        "context_timeline",
+        {"until": "0001-01-01T00:00:00+14:00"},
+        "until",
+        "between years 1 and 9999",
+    ),
+    ("an id of 2^63", "memory_amend", {"narrative_id": 2**63, "note": "x"}, "narrative_id", "less than or equal to"),
+    (
+        "an id of 2^31",
+        "memory_write_thread",
+        {"thread_id": 2**31, "status": "resolved"},
+        "thread_id",
+        "less than or equal to 2147483647",
+    ),
+    (
+        "a source link of 2^31",
+        "memory_write",
+        {**GOOD, "source_links": [2**31]},
+        "source_links",
+        "less than or equal to 2147483647",
+    ),
+    ("NUL in a gesture", "memory_write", {"gesture": "a\x00b"}, "gesture", "NUL"),
+    ("NUL in a tag", "memory_write", {**GOOD, "tags": ["a\x00"]}, "tags", "NUL"),
+    ("NUL in a turn", "context_record", {"role": "user", "content": "a\x00b"}, "content", "NUL"),
+    (
+        "NUL in turn metadata",
+        "context_record",
+        {"role": "user", "content": "hi", "metadata": {"k": ["\x00"]}},
+        "metadata",
+        "NUL",
+    ),
+    (
+        "NUL in a profile",
+        "memory_write_profile",
+        {"entity": "Bob\x00", "kind": "fact", "content": "x"},
+        "entity",
+        "NUL",
+    ),
+    ("NUL in a query", "memory_search", {"query": "a\x00"}, "query", "NUL"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field", "rule"), [case[1:] for case in OUT_OF_RANGE], ids=[case[0] for case in OUT_OF_RANGE]
+)
+async def test_out_of_range_values_are_refused_up_front_the_same_on_every_backend(
+    make_settings: Any, tool: str, arguments: dict[str, Any], field: str, rule: str
+) -> None:
+    # `make_settings` gives PostgreSQL when the suite runs on it: what SQLite would store and PostgreSQL
+    # would reject (or overflow) is refused before either sees it.
+    settings = make_settings(embedder="none")
+    async with Client(create_server(settings, jobs=RecordingJobQueue()), raise_exceptions=True) as client:
+        error = await refused(client, tool, **arguments)
+    assert f"invalid input: {field}:" in error and rule in error, error
+    assert set(stored_rows(settings).values()) == {0}
+
+
+async def test_errors_name_the_argument_the_caller_used_once(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    lines = [{"speaker": "Ann", "text": f"line {i}"} for i in range(21)]
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        too_many = await refused(client, "memory_search", recent_turns=lines)
+        tags = await refused(client, "memory_write", gesture="g", tags=[1, 2])
+        missing = await refused(client, "memory_write", context="no gesture")
+        wrong_type = await refused(client, "memory_write", gesture=12)
+    assert "invalid input: recent_turns: List should have at most 20 items" in too_many and "query" not in too_many
+    assert "invalid input: tags: item 0: Input should be a valid string; item 1: " in tags
+    assert "tags.0" not in tags
+    assert missing.endswith("invalid input: gesture: is required")
+    assert "invalid input: gesture: must be a string" in wrong_type
+    for error in (too_many, tags, missing, wrong_type):
+        assert "validation error" not in error and "https://errors.pydantic.dev" not in error
+
+
+async def test_an_update_keeps_what_it_was_not_given(local_settings: Settings, dispatcher: RecordingJobQueue) -> None:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        opened = await call(
+            client, "memory_write_thread", title="Why do tides lag the moon?", content="notes", priority=5
+        )
+        closed = await call(client, "memory_write_thread", thread_id=opened["id"], status="resolved")
+        assert closed == {"id": opened["id"], "status": "resolved", "created": False}
+        (thread,) = (await call(client, "memory_read_threads"))["threads"]
+        assert (thread["title"], thread["content"], thread["priority"]) == ("Why do tides lag the moon?", "notes", 5)
+        assert "title: is required to open a thread" in await refused(client, "memory_write_thread", priority=2)
+
+        await call(client, "memory_write_profile", entity="Bob", kind="fact", content="likes tea", pinned=True)
+        await call(client, "memory_write_profile", entity="Bob", kind="fact", content="likes green tea")
+        (bob,) = (await call(client, "memory_read_profiles", entity="Bob"))["profiles"]
+        assert (bob["content"], bob["pinned"], bob["version"]) == ("likes green tea", True, 2)
+        await call(client, "memory_write_profile", entity="Bob", kind="fact", content="tea", pinned=False)
+        (bob,) = (await call(client, "memory_read_profiles", entity="Bob"))["profiles"]
+        assert bob["pinned"] is False

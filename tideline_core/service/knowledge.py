@@ -29,10 +29,11 @@ class KnowledgeOps(ServiceParts):
         with self.db.read() as conn:
             return profiles.read_self_concept(conn, agent_id, kind=query.kind, with_history=query.with_history)
 
-    def write_thread(self, agent_id: str, data: inputs.ThreadIn) -> int:
-        """Open a thread, or replace one of the agent's (by `thread_id`)."""
+    def write_thread(self, agent_id: str, data: inputs.ThreadIn) -> ThreadRecord:
+        """Open a thread, or update one of the agent's (by `thread_id`: what is left out keeps its value)."""
         with self.db.write() as conn:
-            return profiles.write_thread(conn, agent_id, data)
+            thread_id = profiles.write_thread(conn, agent_id, data)
+            return profiles.read_thread(conn, agent_id, thread_id)
 
     def threads(self, agent_id: str, query: inputs.ThreadsQuery) -> list[ThreadRecord]:
         with self.db.read() as conn:

@@ -62,7 +62,8 @@ def upsert_profile(conn: Connection, agent_id: str, data: ProfileIn) -> tuple[in
         "profile_id",
         agent_id,
         {"entity": data.entity, "kind": data.kind},
-        {"content": data.content, "pinned": data.pinned},
+        # A rewrite that does not mention the pin keeps it (a new entry starts unpinned).
+        {"content": data.content, **({} if data.pinned is None else {"pinned": data.pinned})},
     )
 
 
@@ -104,32 +105,41 @@ def read_self_concept(
 
 
 def write_thread(conn: Connection, agent_id: str, data: ThreadIn, source: str = "agent") -> int:
-    """Open a new thread, or update one (by `thread_id`) of this agent."""
+    """Open a new thread, or update one (by `thread_id`) of this agent: only the fields given change."""
     now = utcnow()
+    given = {
+        name: value
+        for name, value in (
+            ("title", data.title),
+            ("content", data.content),
+            ("status", data.status),
+            ("priority", data.priority),
+        )
+        if value is not None
+    }
     if data.thread_id is None:
+        opened = {"content": "", "status": "open", "priority": 3, **given}
         new_id = conn.execute(
             insert(Thread)
-            .values(
-                agent_id=agent_id,
-                title=data.title,
-                content=data.content,
-                status=data.status,
-                priority=data.priority,
-                source=source,
-                created_at=now,
-                updated_at=now,
-            )
+            .values(agent_id=agent_id, **opened, source=source, created_at=now, updated_at=now)
             .returning(Thread.id)
         ).scalar_one()
         return int(new_id)
     result = conn.execute(
-        update(Thread)
-        .where(Thread.id == data.thread_id, Thread.agent_id == agent_id)
-        .values(title=data.title, content=data.content, status=data.status, priority=data.priority, updated_at=now)
+        update(Thread).where(Thread.id == data.thread_id, Thread.agent_id == agent_id).values(**given, updated_at=now)
     )
     if result.rowcount == 0:
         raise NotFound(f"thread {data.thread_id} does not exist for this agent")
     return data.thread_id
+
+
+def read_thread(conn: Connection, agent_id: str, thread_id: int) -> ThreadRecord:
+    row = conn.execute(
+        select(Thread.__table__).where(Thread.id == thread_id, Thread.agent_id == agent_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"thread {thread_id} does not exist for this agent")
+    return as_record(ThreadRecord, row)
 
 
 def read_threads(conn: Connection, agent_id: str, *, status: str | None = None, limit: int = 20) -> list[ThreadRecord]:

@@ -1,0 +1,60 @@
+"""Tool arguments at the door: the schemas published to clients, and the names and nulls every call is checked for.
+
+Pure: schemas and argument mappings in, a cleaned schema or a problem (argument, rule) out.
+The SDK's own validation ignores arguments it does not know and turns an explicit null into the
+default; a misspelled `importnace=5` would then store importance 3 without a word. Every call is
+checked here first, whatever the tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def published(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The input schema as clients see it: no argument may be null and none defaults to null.
+
+    An optional argument is one left out of `required`, not one that admits null: widely installed
+    clients reject a schema of `["integer", "null"]` or coerce an empty field to null.
+    """
+    out = dict(schema)
+    properties = {name: _without_null(prop) for name, prop in schema.get("properties", {}).items()}
+    if properties:
+        out["properties"] = properties
+    return out
+
+
+def _without_null(prop: Mapping[str, Any]) -> dict[str, Any]:
+    cleaned = {k: v for k, v in prop.items() if not (k == "default" and v is None)}
+    variants = cleaned.pop("anyOf", None)
+    if variants is None:
+        return cleaned
+    kept = [v for v in variants if v != {"type": "null"}]
+    if len(kept) == 1:
+        return {**kept[0], **cleaned}
+    return {**cleaned, "anyOf": kept}
+
+
+def problem(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first argument the call gets wrong, as (argument, rule), or None when the call can go on.
+
+    Checked here: unknown names, nulls, missing required arguments and non-text values for text
+    arguments (the SDK would answer those with a validation dump). Every other rule is the core
+    input model's, which names the field and the rule itself.
+    """
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    known = list(properties)
+    for name in sorted(arguments):
+        if name not in properties:
+            return name, f"is not an argument of {tool}; it takes {', '.join(known) or 'no arguments'}"
+    for name in sorted(arguments):
+        if arguments[name] is None:
+            return name, "must not be null: leave the argument out to use its default"
+    for name in schema.get("required", []):
+        if name not in arguments:
+            return name, "is required"
+    for name, value in sorted(arguments.items()):
+        if properties[name].get("type") == "string" and not isinstance(value, str):
+            return name, f"must be a string, got {type(value).__name__}"
+    return None
