@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
@@ -25,7 +26,7 @@ from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, 
 from mcp_server.context import AppContext
 from mcp_server.tools import register_all
 from tideline_core.compose import compose
-from tideline_core.embedding import Embedder
+from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.service import JobQueue
 from tideline_core.settings import Settings
@@ -46,9 +47,17 @@ Tideline is your long-term memory. Everything you store stays; search brings it 
 
 
 def _warm_up(embedder: Embedder) -> None:
-    """Load the model now so the first search does not pay for it; an unreachable embedder is not fatal."""
+    """Load the tokenizer's dictionary and the model so the first search does not pay for them.
+
+    Runs in a thread of its own while the server already answers: a client's `initialize` never
+    waits for a model (a search that comes first waits for it within its query timeout, then answers
+    by keyword and says so). An unreachable embedder is not fatal.
+    """
+    load_tokenizer()
+    if isinstance(embedder, NoEmbedder):
+        return
     try:
-        embedder.queries(["warm up"], timeout=2.0)
+        embedder.queries(["warm up"], timeout=None)
     except (EmbedderUnavailable, ConfigurationError) as exc:
         log.warning(
             "embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc
@@ -100,8 +109,7 @@ def create_server(
             # Migrations, jieba's dictionary and model set-up are slow sync work: keep them off the loop.
             service = await anyio.to_thread.run_sync(partial(compose, settings, jobs=active_jobs, embedder=embedder))
             stack.callback(service.close)
-            await anyio.to_thread.run_sync(load_tokenizer)
-            await anyio.to_thread.run_sync(_warm_up, service.embedder)
+            threading.Thread(target=_warm_up, args=(service.embedder,), name="tideline-warm-up", daemon=True).start()
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
             yield AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
 

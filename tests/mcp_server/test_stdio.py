@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp_helpers import call
@@ -90,3 +91,34 @@ def test_stdout_carries_nothing_but_protocol_messages(settings: Settings) -> Non
     messages = [json.loads(line) for line in lines]
     assert messages[0]["id"] == 1 and messages[0]["result"]["serverInfo"]["name"] == "tideline"
     assert all(message.get("jsonrpc") == "2.0" for message in messages)
+
+
+async def test_a_server_answers_before_its_model_is_built_and_search_says_so_until_it_is(
+    settings: Settings, tmp_path: Path, wait_until: object
+) -> None:
+    # An empty model cache: building the model takes seconds; the server must not make the client
+    # wait for it, and a search that comes first answers by keyword and says why. (A query may wait
+    # for the model up to its timeout; a short one makes the early search's answer certain.)
+    cache = tmp_path / "empty-model-cache"
+    env = {
+        **server_env(settings),
+        "TIDELINE_EMBEDDER": "local",
+        "TIDELINE_MODEL_CACHE": str(cache),
+        "TIDELINE_QUERY_EMBEDDING_TIMEOUT": "0.05",
+    }
+    command, prefix = tideline_command()
+    params = StdioServerParameters(command=command, args=[*prefix, "serve"], env=env)
+    async with Client(params, mode="legacy", raise_exceptions=True, read_timeout_seconds=60) as client:
+        tools = (await client.list_tools()).tools
+        built_when_listed = list(cache.glob("*.onnx"))
+        await call(client, "memory_write", gesture="We fed the ducks at the lake")
+        early = await call(client, "memory_search", query="birds by the water", mode="dense")
+        later = early
+        for _ in range(120):  # the model finishes building in the background
+            if later["degraded"] is None:
+                break
+            await anyio.sleep(0.5)
+            later = await call(client, "memory_search", query="birds by the water", mode="dense")
+    assert len(tools) == 21 and built_when_listed == []
+    assert early["degraded"] is not None and "still loading" in early["degraded"] and early["mode"] == "keyword"
+    assert later["degraded"] is None and later["mode"] == "dense"

