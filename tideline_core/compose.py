@@ -28,7 +28,7 @@ def build_embedder(settings: Settings) -> Embedder:
             model=settings.embedding_model,
             timeout=settings.embedding_timeout,
         )
-    return LocalE5Embedder(settings.model_cache)
+    return LocalE5Embedder(settings.model_cache, threads=settings.embed_threads)
 
 
 def compose(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from tideline_core.embedding import Embedder
 from tideline_core.store.database import Database
-from tideline_core.store.embeddings import KINDS, pending_rows, save_embeddings
+from tideline_core.store.embeddings import KINDS, claim_pending, pending_rows, release_claims, save_embeddings
 from tideline_core.store.turns import turn_windows
+from tideline_core.timeutil import utcnow
 
 
 @dataclass(frozen=True)
@@ -25,18 +27,40 @@ def embed_pending(
     kinds: tuple[str, ...] = KINDS,
     batch_size: int = 32,
     max_batches: int = 50,
+    token: str | None = None,
 ) -> EmbedReport:
-    """Embed rows still pending (oldest first). Safe to run twice or concurrently: saving is an upsert.
+    """Embed rows still pending (oldest first), each batch claimed first so concurrent runs share the work.
 
-    The embedder is called with no transaction open; each batch is saved in its own short write.
-    A context turn gets two vectors from one embedder call: 'base' (the turn) and 'ctx' (the turn
-    with the two turns before it), saved together before the row is marked done.
+    `token` names this run's claims (a task passes its id, so a redelivered task takes its own
+    claims over); the claims of a run that fails are dropped at once. The embedder is called with no
+    transaction open; each batch is claimed and saved in short writes of its own. A context turn gets
+    two vectors from one embedder call: 'base' (the turn) and 'ctx' (the turn with the two turns
+    before it), saved together before the row is marked done. Saving is an upsert, so even two runs
+    that embedded the same row leave one vector per view.
     """
+    run = token or uuid.uuid4().hex
+    try:
+        return _embed(db, embedder, agent_id, kinds, batch_size, max_batches, run)
+    except BaseException:
+        with db.write() as conn:
+            release_claims(conn, run)
+        raise
+
+
+def _embed(
+    db: Database,
+    embedder: Embedder,
+    agent_id: str | None,
+    kinds: tuple[str, ...],
+    batch_size: int,
+    max_batches: int,
+    token: str,
+) -> EmbedReport:
     embedded = batches = 0
     for kind in kinds:
         while batches < max_batches:
-            with db.read() as conn:
-                rows = pending_rows(conn, kind, agent_id=agent_id, limit=batch_size)
+            with db.write() as conn:
+                rows = claim_pending(conn, kind, token=token, agent_id=agent_id, limit=batch_size, now=utcnow())
             if not rows:
                 break
             texts = [r.text for r in rows]

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))
     model_cache: Path = Field(default=DEFAULT_MODEL_CACHE, validation_alias=_env("MODEL_CACHE"))
     embed_batch_size: int = Field(default=32, ge=1, le=1024, validation_alias=_env("EMBED_BATCH_SIZE"))
+    # CPU threads one process gives the local model; 0 leaves it to the process: all cores for the
+    # server, an equal share of the cores for each of an ingest worker's pool processes.
+    embed_threads: int = Field(default=0, ge=0, le=256, validation_alias=_env("EMBED_THREADS"))
 
     llm_url: str | None = Field(default=None, validation_alias=_env("LLM_URL"))
     llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
@@ -63,6 +66,8 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: int = Field(default=60, ge=1, validation_alias=_env("RECONCILE_INTERVAL_SECONDS"))
     # Task time limits are derived from this (half of it), so small values stay safe; tests use a few seconds.
     visibility_timeout_seconds: int = Field(default=3600, ge=4, validation_alias=_env("VISIBILITY_TIMEOUT"))
+    # A worker silent this long is taken for dead: the task messages it held go back on their queues.
+    worker_liveness_seconds: int = Field(default=30, ge=3, le=3600, validation_alias=_env("WORKER_LIVENESS_SECONDS"))
     dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 

@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import task_failure, task_retry, worker_process_init, worker_ready
+from celery.signals import task_failure, task_received, task_retry, worker_process_init, worker_ready, worker_shutdown
 from sqlalchemy.exc import SQLAlchemyError
 
 from tideline_core.errors import TidelineError
 from tideline_core.settings import Settings
+from workers.liveness import Restore
 from workers.queues import ROUTES, Queue, TaskName
 from workers.resources import all_resources, attach, resources_of
 from workers.schedule import beat_schedule
@@ -98,6 +99,42 @@ def _fresh_resources_in_child(**_: Any) -> None:
     # A prefork child inherits the parent's memory; it must open its own database connections.
     for resources in all_resources():
         resources.forget_after_fork()
+
+
+def give_back(app: Celery) -> Restore:
+    """Put an unacked task message (by delivery tag) back on its queue, through kombu's own restore."""
+
+    def restore(delivery_tag: str) -> None:
+        with app.connection_for_write() as connection:
+            connection.default_channel.qos.restore_by_tag(delivery_tag)
+
+    return restore
+
+
+@worker_ready.connect
+def _start_heartbeat(sender: Any = None, **_: Any) -> None:
+    """Announce this worker, and give back at once what workers that died before it still held."""
+    app = getattr(sender, "app", None)
+    if app is None:
+        return
+    queues = sorted(queue.name for queue in sender.task_consumer.queues)
+    resources_of(app).start_heartbeat(sender.hostname, queues, give_back(app))
+
+
+@task_received.connect
+def _hold(sender: Any = None, request: Any = None, **_: Any) -> None:
+    if sender is None or request is None:
+        return
+    heartbeat = resources_of(sender.app).heartbeat
+    if heartbeat is not None:
+        heartbeat.hold(str(request.message.delivery_tag))
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
+    app = getattr(sender, "app", None)
+    if app is not None:
+        resources_of(app).stop_heartbeat()
 
 
 @worker_ready.connect

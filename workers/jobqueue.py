@@ -21,10 +21,21 @@ from redis.exceptions import RedisError
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
 from workers import locks
+from workers.liveness import live_workers
 from workers.locks import redis_client_url
 from workers.queues import ROUTES, Queue, TaskName
 
 log = logging.getLogger(__name__)
+
+EMBED_MARK = "tideline:embed-waiting:"
+# A mark outlives a job's normal wait in the queue; if its message was lost the reconciler asks again.
+EMBED_MARK_SECONDS = 600
+WORKERS_MEMO_SECONDS = 1.0
+
+
+def embed_mark(agent_id: str) -> str:
+    return EMBED_MARK + agent_id
+
 
 # kombu's Redis transport keeps one list per priority step: `name`, then `name\x06\x16{3,6,9}`.
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
@@ -39,15 +50,7 @@ class CeleryJobQueue:
     second when Redis is down, so it may run on an event loop thread (or via anyio.to_thread).
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        breaker_seconds: float = 2.0,
-        workers_ttl: float = 5.0,
-        inspect_timeout: float = 0.5,
-        socket_timeout: float = 0.5,
-    ) -> None:
+    def __init__(self, settings: Settings, *, breaker_seconds: float = 2.0, socket_timeout: float = 0.5) -> None:
         url = settings.resolved_redis_url
         self._app = Celery("tideline-jobs", broker=url, set_as_current=False)
         self._app.conf.update(
@@ -75,12 +78,9 @@ class CeleryJobQueue:
             redis_client_url(url), socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
         )
         self._breaker_seconds = breaker_seconds
-        self._workers_ttl = workers_ttl
-        self._inspect_timeout = inspect_timeout
         self._open_until = 0.0
         self._lock = threading.Lock()
-        self._inspect_lock = threading.Lock()
-        self._workers_cache: tuple[float, dict[str, list[str]] | None] | None = None
+        self._workers_seen: tuple[float, dict[str, list[str]]] | None = None
 
     # -- circuit breaker --
     def _circuit_open(self) -> bool:
@@ -103,8 +103,28 @@ class CeleryJobQueue:
         return str(result.id)
 
     # -- JobQueue --
-    def embed(self, agent_id: str) -> bool:
-        return self._send(TaskName.EMBED_PENDING, {"agent_id": agent_id}) is not None
+    def embed(self, agent_id: str, *, again: bool = False) -> bool:
+        if self._circuit_open():
+            return False
+        try:
+            # One waiting embed job per agent: the task clears the mark as it starts, so a row written
+            # after that start asks for (and gets) a job of its own.
+            waiting = not self._redis.set(embed_mark(agent_id), "1", nx=True, ex=EMBED_MARK_SECONDS)
+        except _BROKER_ERRORS as exc:
+            self._trip("mark the embed job", exc)
+            return False
+        if waiting and not again:
+            return True
+        sent = self._send(TaskName.EMBED_PENDING, {"agent_id": agent_id}) is not None
+        if not sent:
+            self._forget_mark(agent_id)
+        return sent
+
+    def _forget_mark(self, agent_id: str) -> None:
+        try:
+            self._redis.delete(embed_mark(agent_id))
+        except _BROKER_ERRORS as exc:
+            self._trip("clear the embed mark", exc)
 
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
         if not hits:
@@ -144,25 +164,23 @@ class CeleryJobQueue:
         return {str(q): int(sum(lengths[i * steps : (i + 1) * steps])) for i, q in enumerate(Queue)}
 
     def workers(self) -> dict[str, list[str]] | None:
+        """From the workers' heartbeats in Redis (one scan), not a broadcast that waits for replies.
+
+        Remembered for a second: a search asks whenever rows wait for embedding, and heartbeats
+        change far more slowly than searches arrive.
+        """
         now = time.monotonic()
-        cached = self._workers_cache
-        if cached is not None and now - cached[0] < self._workers_ttl:
-            return cached[1]
+        if self._workers_seen is not None and now - self._workers_seen[0] < WORKERS_MEMO_SECONDS:
+            return self._workers_seen[1]
         if self._circuit_open():
             return None
-        with self._inspect_lock:
-            answer = self._inspect()
-            self._workers_cache = (time.monotonic(), answer)
-            return answer
-
-    def _inspect(self) -> dict[str, list[str]] | None:
         try:
-            self._redis.ping()  # bounded by the socket timeouts; inspect itself may retry connecting
-            replies = self._app.control.inspect(timeout=self._inspect_timeout).active_queues() or {}
+            live = live_workers(self._redis)
         except _BROKER_ERRORS as exc:
-            self._trip("inspect workers", exc)
+            self._trip("read the worker heartbeats", exc)
             return None
-        return {worker: sorted(q["name"] for q in queues) for worker, queues in sorted(replies.items())}
+        self._workers_seen = (now, live)
+        return live
 
     def close(self) -> None:
         self._redis.close()

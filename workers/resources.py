@@ -14,6 +14,7 @@ from tideline_core.errors import ConfigurationError
 from tideline_core.service import Service
 from tideline_core.settings import Settings
 from workers.jobqueue import CeleryJobQueue
+from workers.liveness import Heartbeat, Restore, sweep
 from workers.locks import redis_client_url
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,19 @@ class WorkerResources:
         self._service: Service | None = None
         self._jobs: CeleryJobQueue | None = None
         self._redis: redis.Redis | None = None
+        self.heartbeat: Heartbeat | None = None
+
+    def start_heartbeat(self, hostname: str, queues: list[str], restore: Restore) -> None:
+        """Beat for this worker process (the consumer), after giving back what dead workers held."""
+        span = self.settings.worker_liveness_seconds
+        sweep(self.redis, restore, span)
+        self.heartbeat = Heartbeat(self.redis, hostname, queues, restore, span)
+        self.heartbeat.start()
+
+    def stop_heartbeat(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None
 
     @property
     def service(self) -> Service:
@@ -56,8 +70,10 @@ class WorkerResources:
             self._service = None
             self._jobs = None
             self._redis = None  # its pool checks the pid and reconnects, but a child should not share it
+            self.heartbeat = None  # the parent beats (it consumes the messages); a child only runs tasks
 
     def close(self) -> None:
+        self.stop_heartbeat()
         with self._lock:
             if self._service is not None:
                 self._service.close()

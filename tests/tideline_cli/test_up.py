@@ -115,6 +115,23 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
             assert part in commands, f"{part!r} not running under the supervisor"
         assert len(redis_pids) == 1
 
+        # kill -9 of the embedded Redis: the supervisor notices, restarts it from its append-only file,
+        # and says so; a task queued before the kill is still there.
+        import redis as redis_py
+
+        client = redis_py.Redis(unix_socket_path=str(short_home / "redis.sock"), socket_timeout=5)
+        client.lpush("tideline:test-survives", "queued before the kill")
+        client.execute_command("BGREWRITEAOF")
+        time.sleep(1.5)  # appendfsync everysec
+        os.kill(next(iter(redis_pids)), signal.SIGKILL)
+        read_until("restarted it from its append-only file", 30)
+        assert client.lrange("tideline:test-survives", 0, -1) == [b"queued before the kill"]
+        client.close()
+        assert supervisor.poll() is None  # the stack runs on
+        table = proc_table()
+        redis_pids = {pid for pid, (_, _, cmd) in table.items() if f"{short_home}/redis.sock" in cmd}
+        assert len(redis_pids) == 1
+
         supervisor.send_signal(signal.SIGINT)
         assert supervisor.wait(timeout=40) == 0
         read_until("Tideline stopped.", 5)

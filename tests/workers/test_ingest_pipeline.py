@@ -143,22 +143,48 @@ def test_an_import_with_one_bad_turn_stores_nothing_and_shows_up_in_the_last_tas
 
 
 def test_an_embedder_outage_is_retried_not_dropped_and_the_retry_is_recorded(
-    make_settings: Any, database: Database, celery_app: Any, celery_worker: Any, celery_jobs: Any, wait_until: Any
+    make_settings: Any, database: Database, celery_jobs: Any, wait_until: Any
 ) -> None:
+    from celery.contrib.testing.worker import start_worker
+
+    from workers.app import create_app
     from workers.resources import resources_of
 
-    resources = resources_of(celery_app)
-    resources.settings = make_settings(embedder="http", embedding_url="http://127.0.0.1:1/embed_batch")
-    resources._embedder = None  # rebuilt from the new settings on next use
+    # A worker whose embedder is an HTTP service nobody answers at.
+    app = create_app(make_settings(embedder="http", embedding_url="http://127.0.0.1:1/embed_batch"))
     narrative = write(database, "alice", "Embedder is down right now")
-    celery_jobs.embed("alice")
 
     def retries() -> list[Any]:
         with database.read() as conn:
             return [e for e in recent_task_events(conn, limit=5) if e.state == "retry"]
 
-    event = wait_until(retries, timeout=20, message="a recorded retry")[0]
+    with start_worker(app, queues=["ingest"], pool="threads", concurrency=1, perform_ping_check=False):
+        celery_jobs.embed("alice")
+        event = wait_until(retries, timeout=20, message="a recorded retry")[0]
+    resources_of(app).close()
+    app.close()
     assert event.task_name == TaskName.EMBED_PENDING and "embedding service" in event.detail
     assert state(database, narrative) == "pending"
     with database.read() as conn:
         assert conn.execute(select(func.count()).select_from(Embedding)).scalar_one() == 0
+
+
+def test_a_burst_of_writes_leaves_one_embed_job_waiting_per_agent_and_all_get_embedded(
+    settings: Settings, database: Database, celery_app: Any, celery_jobs: Any, wait_until: Any
+) -> None:
+    service = compose(settings, jobs=celery_jobs)
+    try:
+        for i in range(30):
+            assert service.write_narrative("alice", NarrativeIn(gesture=f"burst note {i}")).queued
+        service.write_narrative("bob", NarrativeIn(gesture="bob's only note"))
+        # No worker yet: every write asked for embedding, but one job per agent covers all its rows.
+        assert celery_jobs.queue_depths()["ingest"] == 2
+
+        from celery.contrib.testing.worker import start_worker
+
+        with start_worker(celery_app, queues=["ingest"], pool="threads", concurrency=2, perform_ping_check=False):
+            wait_until(lambda: all_embedded(database, "alice") and all_embedded(database, "bob"), timeout=60)
+    finally:
+        service.close()
+    with database.read() as conn:
+        assert conn.execute(select(func.count()).select_from(Embedding)).scalar_one() == 31

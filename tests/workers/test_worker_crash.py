@@ -73,7 +73,7 @@ def embeddings() -> Iterator[SlowEmbeddings]:
     server.server_close()
 
 
-def start_worker(settings: Settings, embedding_url: str, log: Path) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, embedding_url: str, log: Path, **more: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "TIDELINE_HOME": str(settings.home),
@@ -85,6 +85,7 @@ def start_worker(settings: Settings, embedding_url: str, log: Path) -> subproces
         "TIDELINE_VISIBILITY_TIMEOUT": "8",
         "TIDELINE_RECONCILE_GRACE_SECONDS": "3600",
         "TIDELINE_LOG_LEVEL": "INFO",
+        **more,
     }
     with open(log, "ab") as out:
         return subprocess.Popen(
@@ -107,6 +108,18 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
 
 
+def kill_mid_batch(settings: Settings, embeddings: SlowEmbeddings, celery_jobs: Any, log: Path, **more: str) -> None:
+    """Start a worker, ask for alice's embedding, and kill -9 the whole worker (pool included) mid-batch."""
+    first = start_worker(settings, embeddings.url, log, **more)
+    try:
+        assert celery_jobs.embed("alice")
+        assert embeddings.second_request.wait(timeout=30), "the first worker never started embedding"
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=5)
+    finally:
+        stop(first)
+
+
 def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
     settings: Settings,
     database: Database,
@@ -118,14 +131,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
     with database.write() as conn:
         ids = [insert_narrative(conn, "alice", NarrativeIn(gesture=f"memory number {i}")).id for i in range(10)]
     log = tmp_path / "workers.log"
-    first = start_worker(settings, embeddings.url, log)
-    try:
-        assert celery_jobs.embed("alice")
-        assert embeddings.second_request.wait(timeout=30), "the first worker never started embedding"
-        os.killpg(first.pid, signal.SIGKILL)  # the whole worker, pool children included, mid-batch
-        first.wait(timeout=5)
-    finally:
-        stop(first)
+    kill_mid_batch(settings, embeddings, celery_jobs, log)
 
     def states() -> dict[str, int]:
         with database.read() as conn:
@@ -149,3 +155,34 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
         )
     assert per_row == dict.fromkeys(ids, 1)
     assert str(TaskName.EMBED_PENDING) in log.read_text()
+
+
+def test_a_killed_workers_task_runs_again_as_soon_as_it_is_known_dead_not_after_the_visibility_timeout(
+    settings: Settings,
+    database: Database,
+    embeddings: SlowEmbeddings,
+    celery_jobs: Any,
+    tmp_path: Path,
+    wait_until: Any,
+) -> None:
+    # Redis would hand the message back only after an hour (the visibility timeout); a worker that has
+    # stopped beating for the liveness span is known dead, and a live worker gives its messages back.
+    hour, span = {"TIDELINE_VISIBILITY_TIMEOUT": "3600"}, {"TIDELINE_WORKER_LIVENESS_SECONDS": "4"}
+    with database.write() as conn:
+        for i in range(10):
+            insert_narrative(conn, "alice", NarrativeIn(gesture=f"memory number {i}"))
+    log = tmp_path / "workers.log"
+    kill_mid_batch(settings, embeddings, celery_jobs, log, **hour, **span)
+
+    def pending() -> int:
+        with database.read() as conn:
+            return int(conn.execute(select(func.count()).where(Narrative.embedding_state == "pending")).scalar_one())
+
+    assert pending() > 0, "the kill came too late to test anything"
+    second = start_worker(settings, embeddings.url, log, **hour, **span)
+    try:
+        # No reconcile, no new enqueue, and an hour's visibility timeout: only the sweep can bring it back.
+        wait_until(lambda: pending() == 0, timeout=40, message=f"the dead worker's task run again (log: {log})")
+    finally:
+        stop(second)
+    assert "gave back 1 task message(s) held by workers that are gone" in log.read_text()

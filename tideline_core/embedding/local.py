@@ -28,8 +28,9 @@ LOCAL_MODEL = "multilingual-e5-small/int8"
 class _EngineLoader:
     """Builds the engine once, in a thread of its own; callers wait for it as long as they can afford."""
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, cache_dir: Path, threads: int) -> None:
         self._cache_dir = cache_dir
+        self._threads = threads
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._started = False
@@ -48,7 +49,7 @@ class _EngineLoader:
         from tideline_core.embedding.e5 import E5Engine
 
         try:
-            self._engine = E5Engine(self._cache_dir)
+            self._engine = E5Engine(self._cache_dir, threads=self._threads)
         except BaseException as exc:  # handed to the caller that waits; the next one tries again
             self._error = exc
             with self._lock:
@@ -74,9 +75,9 @@ class _EngineLoader:
 
 
 @functools.cache
-def _loader(cache_dir: Path) -> _EngineLoader:
+def _loader(cache_dir: Path, threads: int) -> _EngineLoader:
     # One per process: the server and a worker living in one process share the weights and the session.
-    return _EngineLoader(cache_dir)
+    return _EngineLoader(cache_dir, threads)
 
 
 class LocalE5Embedder:
@@ -88,16 +89,18 @@ class LocalE5Embedder:
 
     model = LOCAL_MODEL
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, cache_dir: Path, *, threads: int = 0) -> None:
+        """`threads`: CPU threads for the model (0: ONNX Runtime's default, one per core)."""
         self._cache_dir = cache_dir.expanduser()
+        self._threads = threads
 
     def warm_up(self) -> None:
         """Start loading the model in the background (returns at once)."""
-        _loader(self._cache_dir).start()
+        _loader(self._cache_dir, self._threads).start()
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return _loader(self._cache_dir).engine(None).embed(list(texts), query=False)
+        return _loader(self._cache_dir, self._threads).engine(None).embed(list(texts), query=False)
 
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
         # Several texts run in one pass, packed side by side (see e5.engine.pack).
-        return _loader(self._cache_dir).engine(timeout).embed(list(texts), query=True)
+        return _loader(self._cache_dir, self._threads).engine(timeout).embed(list(texts), query=True)

@@ -11,8 +11,12 @@ from typing import Protocol
 
 
 class JobQueue(Protocol):
-    def embed(self, agent_id: str) -> bool:
-        """Ask for the agent's pending rows to be embedded; False when the queue is unreachable."""
+    def embed(self, agent_id: str, *, again: bool = False) -> bool:
+        """Ask for the agent's pending rows to be embedded; False when the queue is unreachable.
+
+        At most one embed job per agent waits in the queue (a job takes every pending row, so a second
+        would find nothing): while one waits this returns True at once. `again` asks even so.
+        """
         ...
 
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
@@ -38,7 +42,7 @@ class JobQueue(Protocol):
 class NullJobQueue:
     """For processes with no queue (evaluation, one-shot scripts): takes nothing and says so."""
 
-    def embed(self, agent_id: str) -> bool:
+    def embed(self, agent_id: str, *, again: bool = False) -> bool:
         return False
 
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:

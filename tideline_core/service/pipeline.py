@@ -35,10 +35,12 @@ class ReconcileReport:
 
 
 class PipelineOps(ServiceParts):
-    def embed_pending(self, agent_id: str | None, *, batch_size: int, max_batches: int) -> ingest.EmbedReport:
-        """Embed the agent's pending rows (every agent's with None) in batches, no transaction open meanwhile."""
+    def embed_pending(
+        self, agent_id: str | None, *, batch_size: int, max_batches: int, token: str | None = None
+    ) -> ingest.EmbedReport:
+        """Embed the agent's pending rows (every agent's with None) in claimed batches; see `ingest.embed_pending`."""
         report = ingest.embed_pending(
-            self.db, self.embedder, agent_id=agent_id, batch_size=batch_size, max_batches=max_batches
+            self.db, self.embedder, agent_id=agent_id, batch_size=batch_size, max_batches=max_batches, token=token
         )
         if report.remaining and agent_id is not None:
             # More than one task's share: the rest continues in a fresh task, far from any time limit.
@@ -68,7 +70,8 @@ class PipelineOps(ServiceParts):
             waiting = embeddings.pending_agents(conn, older_than=pending_before)
         agents = tuple(sorted({agent for _kind, agent, _count in waiting})) if self.embeds else ()
         for agent in agents:
-            self.jobs.embed(agent)
+            # Rows this old were missed (a publish lost, a task gone): ask again even if a job looks queued.
+            self.jobs.embed(agent, again=True)
         return ReconcileReport(agents, sum(count for _kind, _agent, count in waiting), interrupted)
 
     def mark_stale_embeddings(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -19,7 +19,7 @@ from tideline_core.records import PendingRow
 from tideline_core.store.catchup import IdCursor, ids_after
 from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives
-from tideline_core.store.schema import ContextTurn, Embedding, Narrative
+from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative
 
 KINDS = ("narrative", "context")
 VIEWS = ("base", "ctx")
@@ -28,33 +28,88 @@ KINDS_WITH_VIEW: dict[str, tuple[str, ...]] = {"base": KINDS, "ctx": ("context",
 _TABLE: dict[str, type[Narrative] | type[ContextTurn]] = {"narrative": Narrative, "context": ContextTurn}
 
 
-def pending_rows(
-    conn: Connection, kind: str, *, agent_id: str | None = None, limit: int = 64, older_than: datetime | None = None
+# A claim outlives any embed task (their hard limit is 300 s): a claim older than this was left by a
+# task that died, and its rows are free for the next one.
+CLAIM_LEASE = timedelta(minutes=6)
+
+
+def claim_pending(
+    conn: Connection, kind: str, *, token: str, agent_id: str | None = None, limit: int = 64, now: datetime
 ) -> list[PendingRow]:
-    """Rows still waiting for an embedding, oldest first, with the text the embedder should see."""
+    """Claim up to `limit` rows still waiting for an embedding (oldest first) that no one else's live claim holds.
+
+    Call in a write transaction: on SQLite writers are serialized, on PostgreSQL the rows are locked
+    with SKIP LOCKED, so two tasks claiming at once get different rows. A claim of the same `token`
+    is taken over: a redelivered task (same task id) picks up where its killed run left off. Returns
+    each claimed row with the text the embedder should see.
+    """
     table = _TABLE[kind]
-    query = select(table.id, table.agent_id).where(table.embedding_state == "pending")
+    held = select(EmbeddingClaim.row_id).where(
+        EmbeddingClaim.kind == kind, EmbeddingClaim.claimed_at > now - CLAIM_LEASE, EmbeddingClaim.token != token
+    )
+    query = select(table.id).where(table.embedding_state == "pending", table.id.not_in(held))
     if agent_id is not None:
         query = query.where(table.agent_id == agent_id)
-    if older_than is not None:
-        stamp = Narrative.created_at if kind == "narrative" else ContextTurn.recorded_at
-        query = query.where(stamp <= older_than)
-    rows = conn.execute(query.order_by(table.id).limit(limit)).all()
+    query = query.order_by(table.id).limit(limit)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=table)
+    ids = [int(i) for i in conn.execute(query).scalars()]
+    if not ids:
+        return []
+    rows = _texts(conn, kind, ids)
+    conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.kind == kind, EmbeddingClaim.row_id.in_(ids)))
+    conn.execute(
+        insert(EmbeddingClaim),
+        [{"kind": kind, "row_id": r.id, "agent_id": r.agent_id, "token": token, "claimed_at": now} for r in rows],
+    )
+    return rows
+
+
+def release_claims(conn: Connection, token: str) -> None:
+    """Drop the claims of `token` (its run failed: the rows are free for a retry or another task)."""
+    conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.token == token))
+
+
+def pending_rows(conn: Connection, kind: str, *, agent_id: str | None = None, limit: int = 64) -> list[PendingRow]:
+    """Rows still waiting for an embedding, oldest first, with the text the embedder should see (claimed or not)."""
+    table = _TABLE[kind]
+    query = select(table.id).where(table.embedding_state == "pending")
+    if agent_id is not None:
+        query = query.where(table.agent_id == agent_id)
+    return _texts(conn, kind, [int(i) for i in conn.execute(query.order_by(table.id).limit(limit)).scalars()])
+
+
+def _texts(conn: Connection, kind: str, ids: Sequence[int]) -> list[PendingRow]:
+    """The rows `ids` of `kind` with the text the embedder sees (`memory_text`), in id order."""
+    if not ids:
+        return []
     if kind == "context":
         found = conn.execute(
             select(ContextTurn.id, ContextTurn.agent_id, ContextTurn.speaker, ContextTurn.content)
-            .where(ContextTurn.id.in_([r.id for r in rows]))
+            .where(ContextTurn.id.in_(list(ids)))
             .order_by(ContextTurn.id)
         ).all()
         return [PendingRow("context", r.id, r.agent_id, turn_text(r.speaker, r.content)) for r in found]
-    result: list[PendingRow] = []
+    owners = dict(conn.execute(select(Narrative.id, Narrative.agent_id).where(Narrative.id.in_(list(ids)))).all())
     by_agent: dict[str, list[int]] = {}
-    for r in rows:
-        by_agent.setdefault(r.agent_id, []).append(r.id)
-    for agent, ids in by_agent.items():
-        for record in load_narratives(conn, agent, ids).values():
-            result.append(PendingRow("narrative", record.id, agent, narrative_passage(record)))
+    for row_id in ids:
+        by_agent.setdefault(owners[row_id], []).append(row_id)
+    result = [
+        PendingRow("narrative", record.id, agent, narrative_passage(record))
+        for agent, agent_ids in by_agent.items()
+        for record in load_narratives(conn, agent, agent_ids).values()
+    ]
     return sorted(result, key=lambda p: p.id)
+
+
+def unembedded(conn: Connection, agent_id: str, kinds: Sequence[str]) -> int:
+    """How many of the agent's rows of `kinds` still wait for their vector (meaning search cannot see them)."""
+    total = 0
+    for kind in kinds:
+        table = _TABLE[kind]
+        query = select(func.count()).where(table.embedding_state == "pending", table.agent_id == agent_id)
+        total += int(conn.execute(query).scalar_one())
+    return total
 
 
 def pending_agents(conn: Connection, *, older_than: datetime | None = None) -> list[tuple[str, str, int]]:
@@ -114,6 +169,7 @@ def save_embeddings(
     if mark_done:
         table = _TABLE[kind]
         conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))
+        conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.kind == kind, EmbeddingClaim.row_id.in_(ids)))
     return len(ids)
 
 

@@ -192,6 +192,29 @@ class Embedding(Base):
     )
 
 
+class EmbeddingClaim(Base):
+    """A pending row some embed task is working on: other tasks leave it alone until the lease runs out."""
+
+    __tablename__ = "embedding_claims"
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    row_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    token: Mapped[str] = mapped_column(String(64), nullable=False)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class WriteReceipt(Base):
+    """A write made with an idempotency key: what it was (operation, argument fingerprint) and what it returned."""
+
+    __tablename__ = "write_receipts"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    operation: Mapped[str] = mapped_column(String(32), nullable=False)
+    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
+    result: Mapped[Any] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
 class Profile(Entry, Base):
     """What the agent holds about one entity, per kind (fact/impression/relationship/self/contact)."""
 

@@ -12,7 +12,9 @@ from celery import Task, shared_task
 from tideline_core.errors import InvalidInput, TransientError
 from tideline_core.inputs import ContextTurnIn, parse
 from tideline_core.timeutil import parse_instant, utcnow
-from workers.app import time_limits
+from workers.app import give_back, time_limits
+from workers.jobqueue import embed_mark
+from workers.liveness import sweep
 from workers.queues import TaskName
 from workers.resources import resources_of
 
@@ -36,10 +38,14 @@ STAGE_MARGIN_SECONDS = 60  # past a dream stage's hard limit, so a stage being k
 def embed_pending(self: Task, agent_id: str) -> dict[str, Any]:
     """Embed the agent's pending narratives and turns in batches (idempotent: saving is an upsert)."""
     resources = resources_of(self.app)
+    # Running now: a row written from here on asks for a job of its own (see CeleryJobQueue.embed).
+    resources.redis.delete(embed_mark(agent_id))
     service = resources.service
     if not service.embeds:
         return {"embedded": 0, "skipped": "no embedder configured"}
-    report = service.embed_pending(agent_id, batch_size=resources.settings.embed_batch_size, max_batches=MAX_BATCHES)
+    report = service.embed_pending(
+        agent_id, batch_size=resources.settings.embed_batch_size, max_batches=MAX_BATCHES, token=str(self.request.id)
+    )
     return asdict(report)
 
 
@@ -76,8 +82,10 @@ def import_turns(
 
 @shared_task(bind=True, name=str(TaskName.RECONCILE), **RETRY)
 def reconcile(self: Task) -> dict[str, Any]:
-    """The outbox sweep: enqueue embedding for rows pending past the grace period; close abandoned dream runs."""
+    """The outbox sweep: enqueue embedding for rows pending past the grace period; close abandoned dream runs;
+    give back the task messages of workers that died holding them."""
     resources = resources_of(self.app)
+    gave_back = sweep(resources.redis, give_back(self.app), resources.settings.worker_liveness_seconds)
     hard, _soft = time_limits(resources.settings)
     now = utcnow()
     report = resources.service.reconcile(
@@ -90,4 +98,4 @@ def reconcile(self: Task) -> dict[str, Any]:
         )
     if report.agents:
         log.info("reconcile: re-enqueued embedding for %d agent(s)", len(report.agents))
-    return {**asdict(report), "agents": list(report.agents)}
+    return {**asdict(report), "agents": list(report.agents), "messages_given_back": gave_back}

@@ -31,7 +31,7 @@ class FakeQueue:
     rows_seen_at_enqueue: list[int] = field(default_factory=list)
     service: Service | None = None
 
-    def embed(self, agent_id: str) -> bool:
+    def embed(self, agent_id: str, *, again: bool = False) -> bool:
         assert self.service is not None
         # What a worker would find if it ran right now: the write must already be committed.
         with self.service.db.read() as conn:

@@ -1,0 +1,123 @@
+"""Embedding pending rows: concurrent runs share the work through claims, and a failed run frees its rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from tideline_core.embedding import normalize
+from tideline_core.errors import EmbedderUnavailable
+from tideline_core.ingest import embed_pending
+from tideline_core.inputs import NarrativeIn
+from tideline_core.store.database import Database
+from tideline_core.store.embeddings import CLAIM_LEASE, claim_pending
+from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.schema import Embedding, EmbeddingClaim, Narrative
+from tideline_core.timeutil import utcnow
+
+
+class CountingEmbedder:
+    """Deterministic vectors; counts every text it is asked to embed and takes a little time per call."""
+
+    model = "counting/v1"
+
+    def __init__(self, delay: float = 0.01, fail: bool = False) -> None:
+        self.delay = delay
+        self.fail = fail
+        self.texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(self.delay)  # long enough for a second run to reach the same rows if nothing stops it
+        if self.fail:
+            raise EmbedderUnavailable("the embedding service went away")
+        with self._lock:
+            self.texts.extend(texts)
+        return normalize([[len(t), sum(map(ord, t)) % 97, 1.0] for t in texts])
+
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        return self.passages(texts)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Database]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/memory.db"
+    else:
+        url = str(request.getfixturevalue("postgres_url"))
+    database = Database.open(url)
+    yield database
+    database.close()
+
+
+def write_narratives(db: Database, agent: str, count: int) -> list[int]:
+    with db.write() as conn:
+        return [
+            insert_narrative(conn, agent, NarrativeIn(gesture=f"note number {i} about the garden")).id
+            for i in range(count)
+        ]
+
+
+def test_two_runs_at_once_embed_every_pending_row_exactly_once(db: Database) -> None:
+    ids = write_narratives(db, "alice", 120)
+    embedder = CountingEmbedder()
+    reports = []
+
+    def run() -> None:
+        reports.append(embed_pending(db, embedder, agent_id="alice", batch_size=8, max_batches=1_000))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert len(embedder.texts) == len(ids), "no row was embedded twice"
+    assert sum(r.embedded for r in reports) == len(ids)
+    assert all(r.embedded > 0 for r in reports), "both runs took a share of the work"
+    with db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(Embedding)).scalar_one() == len(ids)
+        assert conn.execute(select(func.count()).where(Narrative.embedding_state == "pending")).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(EmbeddingClaim)).scalar_one() == 0, "claims cleared"
+
+
+def test_a_run_that_fails_frees_its_rows_for_the_next_run_at_once(db: Database) -> None:
+    ids = write_narratives(db, "alice", 5)
+    with pytest.raises(EmbedderUnavailable):
+        embed_pending(db, CountingEmbedder(fail=True), agent_id="alice", batch_size=8)
+    with db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(EmbeddingClaim)).scalar_one() == 0
+
+    report = embed_pending(db, CountingEmbedder(), agent_id="alice", batch_size=8)
+    assert report.embedded == len(ids)
+
+
+def test_a_live_claim_of_another_run_is_left_alone_but_an_expired_one_or_our_own_is_taken(db: Database) -> None:
+    write_narratives(db, "alice", 3)
+    now = utcnow()
+    with db.write() as conn:
+        assert len(claim_pending(conn, "narrative", token="first", agent_id="alice", now=now)) == 3
+    with db.write() as conn:
+        assert claim_pending(conn, "narrative", token="second", agent_id="alice", now=now) == []
+    with db.write() as conn:
+        # A redelivered task carries its first run's id: it picks up the rows its killed run held.
+        assert len(claim_pending(conn, "narrative", token="first", agent_id="alice", now=now)) == 3
+    later = now + CLAIM_LEASE + timedelta(seconds=1)
+    with db.write() as conn:
+        assert len(claim_pending(conn, "narrative", token="second", agent_id="alice", now=later)) == 3
+
+
+def test_claims_are_per_agent(db: Database) -> None:
+    write_narratives(db, "alice", 2)
+    write_narratives(db, "bob", 2)
+    with db.write() as conn:
+        mine = claim_pending(conn, "narrative", token="t", agent_id="alice", now=utcnow())
+    assert {r.agent_id for r in mine} == {"alice"}
+    report = embed_pending(db, CountingEmbedder(), agent_id="bob", batch_size=8)
+    assert report.embedded == 2
