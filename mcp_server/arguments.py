@@ -32,7 +32,8 @@ def _without_null(prop: Mapping[str, Any]) -> dict[str, Any]:
         return cleaned
     kept = [v for v in variants if v != {"type": "null"}]
     if len(kept) == 1:
-        return {**kept[0], **cleaned}
+        # An optional argument whose own schema is optional nests one anyOf in another: unwrap both.
+        return _without_null({**kept[0], **cleaned})
     return {**cleaned, "anyOf": kept}
 
 

@@ -100,7 +100,12 @@ class SearchResult(Result):
     query: str
     mode: str = Field(description="the mode actually used: hybrid, keyword or dense")
     degraded: str | None = Field(
-        default=None, description="set when semantic search was unavailable and the results are keyword-only"
+        default=None,
+        description="set when results may miss something: semantic search was unavailable (keyword-only), "
+        "or rows wait for an embedding that nothing will make (no ingest worker running)",
+    )
+    unembedded: int = Field(
+        default=0, description="rows of the searched kinds still without an embedding (meaning search misses them)"
     )
     terms: list[str] = Field(description="the keyword terms the query was segmented into")
     dates: list[str] = Field(
@@ -283,3 +288,7 @@ class Status(Result):
     embedder: str = Field(description="the embedding model that serves semantic search")
     last_task_errors: list[TaskEvent] = Field(description="the latest task failures and retries, newest first")
     dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")
+    notice: str | None = Field(
+        default=None,
+        description="set when rows wait for an embedding that nothing will make (no ingest worker, or no queue)",
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from tideline_cli.compose import open_service
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
+from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, WriteKey, parse
 from tideline_core.settings import Settings
 
 NARRATIVE_FLAGS = (
@@ -46,7 +46,7 @@ def _csv(value: str | None) -> list[str] | None:
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     agent = _agent(settings, args)
-    with open_service(settings, keyword_only=True) as service:
+    with open_service(settings) as service:  # the model is not loaded by building the service
         report = service.status(agent)
     if args.json:
         print(
@@ -59,6 +59,7 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
                     "workers": report.workers,
                     "last_task_events": [asdict(e) for e in report.last_task_errors],
                     "dream_runs": [asdict(r) for r in report.dream_runs],
+                    "notice": report.notice,
                 }
             )
         )
@@ -76,6 +77,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  workers: broker unreachable")
     else:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
+    if report.notice:
+        print(f"  note: {report.notice}")
     for e in report.last_task_errors:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
     for r in report.dream_runs:
@@ -172,15 +175,16 @@ def _validated(records: list[dict[str, Any]], turn: bool) -> list[Any]:
 def cmd_write(settings: Settings, args: argparse.Namespace) -> int:
     records = _read_json_records(args.json_file) if args.json_file else _records_from_flags(args)
     items = _validated(records, args.turn)  # every record is checked before anything is stored
+    key = parse(WriteKey, {"idempotency_key": args.idempotency_key}).idempotency_key
     agent = _agent(settings, args)
     settings.ensure_home()
     with open_service(settings) as service:
         if args.turn:
-            recorded = service.record_turns(agent, items)
+            recorded = service.record_turns(agent, items, key=key)
             results: list[dict[str, Any]] = [{"id": i} for i in recorded.ids]
             queued = recorded.queued
         else:
-            written = service.write_narratives(agent, items)
+            written = service.write_narratives(agent, items, key=key)
             results = [{"id": w.id, "weight": w.weight, "recurrence": w.recurrence} for w in written]
             queued = all(w.queued for w in written)
         embeds = service.embeds

@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_agent(write)
     write.add_argument("--json", dest="json_file", metavar="FILE", help="read records from FILE ('-' for stdin)")
     write.add_argument("--turn", action="store_true", help="write context turns instead of narratives")
+    write.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="a key of your own for this batch (e.g. a UUID): run again with the same key, it prints the first "
+        "result and stores nothing",
+    )
     narrative = write.add_argument_group("narrative fields")
     narrative.add_argument("--gesture", help="what happened, one sentence with its tone (required)")
     narrative.add_argument("--context", help="background")

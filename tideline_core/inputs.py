@@ -183,6 +183,24 @@ class SnapshotIn(_Input):
     mood: str = Field(default="", max_length=128)
 
 
+MAX_KEY = 128
+
+
+class WriteKey(_Input):
+    """The optional idempotency key of a write: the same key again returns the first result and stores nothing."""
+
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
+
+    @field_validator("idempotency_key", mode="after")
+    @classmethod
+    def _visible_ascii(cls, key: str | None) -> str | None:
+        if key is not None and not all("!" <= c <= "~" for c in key):
+            raise ValueError(
+                "must be visible ASCII characters only: letters, digits, punctuation, no spaces (a UUID works)"
+            )
+        return key
+
+
 class ConversationLine(_Input):
     """One recent line of a dialogue used as a query; `role: "assistant"` is accepted for is_self."""
 

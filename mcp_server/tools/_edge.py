@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache, partial
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context
@@ -21,11 +21,13 @@ from pydantic import BaseModel, WithJsonSchema
 
 from mcp_server.context import AppContext
 from tideline_core.errors import InvalidInput, NotFound, TidelineError
+from tideline_core.inputs import WriteKey, parse
 
 T = TypeVar("T")
 
 # Every write appends or upserts (history is kept), so none is destructive; none is idempotent either:
-# repeating a write adds a second row or a new version. Nothing reaches beyond this server's own store.
+# repeating a write adds a second row or a new version, unless the caller gives an idempotency key.
+# Nothing reaches beyond this server's own store.
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -57,6 +59,23 @@ def spec(model: type[BaseModel], field: str, description: str, schema: dict[str,
     lists, objects, enums, dates), which only the core model validates.
     """
     return described(schema if schema is not None else _properties(model)[field], description)
+
+
+IdempotencyKey = Annotated[
+    str,
+    spec(
+        WriteKey,
+        "idempotency_key",
+        "Optional: a key of your own for this write, e.g. a UUID (≤ 128 visible ASCII characters). Sending the "
+        "same key again returns the first result and stores nothing, so a write whose answer was lost can be "
+        "retried safely; a key reused with other arguments is refused.",
+    ),
+]
+
+
+def write_key(value: str | None) -> str | None:
+    """The caller's idempotency key, validated (None when not given)."""
+    return parse(WriteKey, given(idempotency_key=value)).idempotency_key
 
 
 def app_of(ctx: Context) -> AppContext:

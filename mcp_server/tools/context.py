@@ -8,7 +8,18 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 from mcp_server.models import SearchResult, Timeline, Turn, TurnRecorded
-from mcp_server.tools._edge import DATE_SCHEMA, READ, WRITE, app_of, given, offload, spec, tool_errors
+from mcp_server.tools._edge import (
+    DATE_SCHEMA,
+    READ,
+    WRITE,
+    IdempotencyKey,
+    app_of,
+    given,
+    offload,
+    spec,
+    tool_errors,
+    write_key,
+)
 from tideline_core.inputs import ContextTurnIn, SearchIn, TimelineQuery, parse
 
 Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke: user, assistant, system or tool.")]
@@ -46,6 +57,7 @@ async def context_record(
     speaker: Speaker = "",
     metadata: Metadata = None,
     created_at: CreatedAt = None,
+    idempotency_key: IdempotencyKey | None = None,
 ) -> TurnRecorded:
     """Record one raw conversation turn, verbatim, so it can be searched and distilled later.
 
@@ -69,7 +81,7 @@ async def context_record(
                 created_at=created_at,
             ),
         )
-        recorded = await offload(app.service.record_turns, agent, [turn])
+        recorded = await offload(app.service.record_turns, agent, [turn], key=write_key(idempotency_key))
     return TurnRecorded(id=recorded.ids[0], session_id=turn.session_id, queued=recorded.queued)
 
 

@@ -8,7 +8,18 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 from mcp_server.models import Amended, Narrative, NarrativeWritten, Recall, SearchResult
-from mcp_server.tools._edge import DATE_SCHEMA, READ, WRITE, app_of, given, offload, spec, tool_errors
+from mcp_server.tools._edge import (
+    DATE_SCHEMA,
+    READ,
+    WRITE,
+    IdempotencyKey,
+    app_of,
+    given,
+    offload,
+    spec,
+    tool_errors,
+    write_key,
+)
 from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, RecallQuery, SearchIn, parse
 
 Gesture = Annotated[
@@ -122,6 +133,7 @@ async def memory_write(
     source_links: SourceLinks = None,
     narrative_type: NarrativeTypeArg = "event",
     occurred_at: OccurredAt = None,
+    idempotency_key: IdempotencyKey | None = None,
 ) -> NarrativeWritten:
     """Remember something that happened, as a structured narrative memory.
 
@@ -155,7 +167,7 @@ async def memory_write(
                 occurred_at=occurred_at,
             ),
         )
-        written = await offload(app.service.write_narrative, agent, data)
+        written = await offload(app.service.write_narrative, agent, data, key=write_key(idempotency_key))
     return NarrativeWritten(id=written.id, weight=written.weight, recurrence=written.recurrence, queued=written.queued)
 
 
@@ -223,7 +235,9 @@ async def memory_search(
     return SearchResult.of(outcome)
 
 
-async def memory_amend(ctx: Context, narrative_id: NarrativeId, note: Note) -> Amended:
+async def memory_amend(
+    ctx: Context, narrative_id: NarrativeId, note: Note, idempotency_key: IdempotencyKey | None = None
+) -> Amended:
     """Attach a note to one of your memories: a correction, an afterthought, how it turned out.
 
     Memories are never rewritten; amendments are appended and shown with the memory from then on.
@@ -235,7 +249,7 @@ async def memory_amend(ctx: Context, narrative_id: NarrativeId, note: Note) -> A
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(AmendmentIn, given(narrative_id=narrative_id, note=note))
-        amendment_id = await offload(app.service.amend, agent, data)
+        amendment_id = await offload(app.service.amend, agent, data, key=write_key(idempotency_key))
     return Amended(id=amendment_id, narrative_id=data.narrative_id)
 
 

@@ -21,7 +21,7 @@ from mcp_server.models import (
     Threads,
     ThreadWritten,
 )
-from mcp_server.tools._edge import READ, WRITE, app_of, given, offload, spec, tool_errors
+from mcp_server.tools._edge import READ, WRITE, IdempotencyKey, app_of, given, offload, spec, tool_errors, write_key
 from tideline_core.inputs import (
     ProfileIn,
     ProfilesQuery,
@@ -112,7 +112,12 @@ SnapshotLimit = Annotated[
 
 
 async def memory_write_profile(
-    ctx: Context, entity: Entity, kind: ProfileKindArg, content: ProfileContent, pinned: Pinned = None
+    ctx: Context,
+    entity: Entity,
+    kind: ProfileKindArg,
+    content: ProfileContent,
+    pinned: Pinned = None,
+    idempotency_key: IdempotencyKey | None = None,
 ) -> ProfileWritten:
     """Write what you know about a person or thing: one entry per (entity, kind), replaced as a whole.
 
@@ -126,7 +131,7 @@ async def memory_write_profile(
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(ProfileIn, given(entity=entity, kind=kind, content=content, pinned=pinned))
-        profile_id, version = await offload(app.service.write_profile, agent, data)
+        profile_id, version = await offload(app.service.write_profile, agent, data, key=write_key(idempotency_key))
     return ProfileWritten(id=profile_id, entity=data.entity, kind=data.kind, version=version)
 
 
@@ -149,7 +154,11 @@ async def memory_read_profiles(
 
 
 async def memory_write_self_concept(
-    ctx: Context, kind: SelfKind, content: SelfContent, key: SelfKey = "main"
+    ctx: Context,
+    kind: SelfKind,
+    content: SelfContent,
+    key: SelfKey = "main",
+    idempotency_key: IdempotencyKey | None = None,
 ) -> SelfConceptWritten:
     """Write part of your self-concept: who you are, as you understand it now.
 
@@ -163,7 +172,7 @@ async def memory_write_self_concept(
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(SelfConceptIn, given(kind=kind, key=key, content=content))
-        entry_id, version = await offload(app.service.write_self_concept, agent, data)
+        entry_id, version = await offload(app.service.write_self_concept, agent, data, key=write_key(idempotency_key))
     return SelfConceptWritten(id=entry_id, kind=data.kind, key=data.key, version=version)
 
 
@@ -189,6 +198,7 @@ async def memory_write_thread(
     status: ThreadStatusArg = None,
     priority: Priority = None,
     thread_id: ThreadId = None,
+    idempotency_key: IdempotencyKey | None = None,
 ) -> ThreadWritten:
     """Open a thread — a question or line of thought you want to come back to — or update one.
 
@@ -203,7 +213,7 @@ async def memory_write_thread(
         data = parse(
             ThreadIn, given(title=title, content=content, status=status, priority=priority, thread_id=thread_id)
         )
-        thread = await offload(app.service.write_thread, agent, data)
+        thread = await offload(app.service.write_thread, agent, data, key=write_key(idempotency_key))
     return ThreadWritten(id=thread.id, status=thread.status, created=data.thread_id is None)
 
 
@@ -222,7 +232,9 @@ async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: 
     return Threads(count=len(records), threads=[Thread.of(t) for t in records])
 
 
-async def memory_write_snapshot(ctx: Context, content: SnapshotContent, mood: Mood = "") -> SnapshotWritten:
+async def memory_write_snapshot(
+    ctx: Context, content: SnapshotContent, mood: Mood = "", idempotency_key: IdempotencyKey | None = None
+) -> SnapshotWritten:
     """Save a snapshot of your current state, so the next session can pick up where this one left off.
 
     Use it at the end of a session or after something shifts. Snapshots accumulate; the latest one
@@ -234,7 +246,7 @@ async def memory_write_snapshot(ctx: Context, content: SnapshotContent, mood: Mo
     agent = app.resolve_agent()
     with tool_errors():
         data = parse(SnapshotIn, given(content=content, mood=mood))
-        snapshot_id = await offload(app.service.write_snapshot, agent, data)
+        snapshot_id = await offload(app.service.write_snapshot, agent, data, key=write_key(idempotency_key))
     return SnapshotWritten(id=snapshot_id)
 
 

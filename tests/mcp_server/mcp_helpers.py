@@ -20,8 +20,9 @@ class RecordingJobQueue:
     embeds: list[str] = field(default_factory=list)
     attention: list[tuple[str, list[tuple[int, float]], str]] = field(default_factory=list)
     stages: list[tuple[str, str]] = field(default_factory=list)
+    live: dict[str, list[str]] | None = field(default_factory=dict)  # the workers it reports (None: unreachable)
 
-    def embed(self, agent_id: str) -> bool:
+    def embed(self, agent_id: str, *, again: bool = False) -> bool:
         self.embeds.append(agent_id)
         return True
 
@@ -37,7 +38,7 @@ class RecordingJobQueue:
         return {"ingest": 0, "dream": 0}
 
     def workers(self) -> dict[str, list[str]] | None:
-        return {}
+        return self.live
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -70,3 +70,30 @@ async def test_a_model_cache_that_cannot_be_written_leaves_search_keyword_only_a
     assert found["mode"] == "keyword" and "TIDELINE_MODEL_CACHE" in found["degraded"]
     assert [hit["id"] for hit in found["hits"]] == [written["id"]]
     assert blocker.read_text() == "a file where the model cache should be"
+
+
+async def test_rows_waiting_for_a_running_worker_are_counted_but_not_flagged(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    settings = local_settings.model_copy(update={"embedder": "local"})
+    dispatcher.live = {"ingest@laptop": ["ingest"]}
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
+        await call(client, "memory_write", gesture="We fed the ducks at the lake")
+        found = await call(client, "memory_search", query="ducks", mode="hybrid")
+        keyword = await call(client, "memory_search", query="ducks", mode="keyword")
+        status = await call(client, "memory_status")
+    assert found["unembedded"] == 1 and found["degraded"] is None, "an ingest worker will embed it in a moment"
+    assert keyword["unembedded"] == 0, "keyword search does not need embeddings"
+    assert status["embeddings_pending"] == 1 and status["notice"] is None
+
+
+async def test_rows_waiting_with_no_reachable_queue_say_so(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    settings = local_settings.model_copy(update={"embedder": "local"})
+    dispatcher.live = None
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
+        await call(client, "memory_write", gesture="We fed the ducks at the lake")
+        found = await call(client, "memory_search", query="ducks")
+    assert "1 row still without an embedding: the job queue (Redis) cannot be reached" in found["degraded"]
+    assert found["hits"], "keyword search still finds it"

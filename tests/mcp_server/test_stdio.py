@@ -99,6 +99,7 @@ async def test_a_server_answers_before_its_model_is_built_and_search_says_so_unt
     # An empty model cache: building the model takes seconds; the server must not make the client
     # wait for it, and a search that comes first answers by keyword and says why. (A query may wait
     # for the model up to its timeout; a short one makes the early search's answer certain.)
+    # A bare `tideline serve` has no worker: once the model is there, search says why it finds nothing.
     cache = tmp_path / "empty-model-cache"
     env = {
         **server_env(settings),
@@ -115,10 +116,14 @@ async def test_a_server_answers_before_its_model_is_built_and_search_says_so_unt
         early = await call(client, "memory_search", query="birds by the water", mode="dense")
         later = early
         for _ in range(120):  # the model finishes building in the background
-            if later["degraded"] is None:
+            if later["mode"] == "dense":
                 break
             await anyio.sleep(0.5)
             later = await call(client, "memory_search", query="birds by the water", mode="dense")
+        status = await call(client, "memory_status")
     assert len(tools) == 21 and built_when_listed == []
     assert early["degraded"] is not None and "still loading" in early["degraded"] and early["mode"] == "keyword"
-    assert later["degraded"] is None and later["mode"] == "dense"
+    assert later["mode"] == "dense" and later["hits"] == [] and later["unembedded"] == 1
+    no_worker = "1 row still without an embedding and no ingest worker is running"
+    assert no_worker in later["degraded"] and "still loading" not in later["degraded"]
+    assert status["notice"] is not None and no_worker in status["notice"] and "tideline up" in status["notice"]

@@ -65,6 +65,17 @@ def test_a_memory_written_from_a_script_is_found_by_search(cli_env: dict[str, st
     assert json.loads(tideline(cli_env, "search", "公园", "--json", "--agent", "bob").stdout)["hits"] == []
 
 
+def test_a_script_that_runs_twice_with_its_idempotency_key_stores_once(cli_env: dict[str, str]) -> None:
+    batch = '{"gesture": "first"}\n{"gesture": "second"}\n'
+    first = tideline(cli_env, "write", "--json", "-", "--idempotency-key", "import-2026-12-01", stdin=batch)
+    again = tideline(cli_env, "write", "--json", "-", "--idempotency-key", "import-2026-12-01", stdin=batch)
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert first.stdout == again.stdout
+    assert narratives_stored(cli_env) == 2
+    changed = tideline(cli_env, "write", "--gesture", "third", "--idempotency-key", "import-2026-12-01")
+    assert changed.returncode == 2 and "idempotency_key: was first used with other arguments" in changed.stderr
+
+
 def test_a_score_out_of_range_exits_2_names_the_field_and_stores_nothing(cli_env: dict[str, str]) -> None:
     bad = tideline(cli_env, "write", "--gesture", "too important", "--importance", "9")
     assert bad.returncode == 2
@@ -135,3 +146,13 @@ def test_help_explains_every_subcommand(capsys: pytest.CaptureFixture[str]) -> N
         with pytest.raises(SystemExit) as sub:
             main([command, "--help"])
         assert sub.value.code == 0 and "usage: tideline " + command in capsys.readouterr().out
+
+
+def test_an_ingest_worker_gives_each_pool_process_an_equal_share_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tideline_cli.processes import model_threads
+    from tideline_core.settings import Settings
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert model_threads(Settings(embed_threads=0), 4) == 2
+    assert model_threads(Settings(embed_threads=0), 16) == 1, "never fewer than one thread"
+    assert model_threads(Settings(embed_threads=3), 4) == 3, "TIDELINE_EMBED_THREADS wins"

@@ -47,6 +47,7 @@ from tideline_core.search.when import TimeWindow, closeness, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.catchup import StoreVersion, high_water
 from tideline_core.store.database import Database
+from tideline_core.store.embeddings import unembedded
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.turns import load_turns
 from tideline_core.timeutil import utcnow
@@ -93,6 +94,7 @@ class SearchOutcome:
     dates: tuple[str, ...] = ()  # the time windows the query named, e.g. 'June 2023'
     embed_ms: float = 0.0  # of the search's time, the model pass over the query (0 when remembered)
     embedded: tuple[str, ...] = ()  # the texts whose vectors made the semantic query (none in keyword mode)
+    unembedded: int = 0  # rows of the searched kinds still without a vector (0 in keyword mode: not needed)
 
 
 class HybridSearch:
@@ -159,6 +161,7 @@ class HybridSearch:
         kinds = KINDS[params.kinds]
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
             version = high_water(conn)
+            waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
         if not lines and kinds == ("context",) and params.mode != "keyword":
             # Among turns alone, who a question is about is the speaker signal's (or, when it names
             # everyone, tells nothing apart): the dense view gets the question without the names.
@@ -209,6 +212,7 @@ class HybridSearch:
             dates=tuple(dict.fromkeys(w.describe() for w in windows)),
             embed_ms=embed_ms,
             embedded=tuple(texts) if vector is not None else (),
+            unembedded=waiting,
         )
 
     def _keyword_signals(

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Connection
+
 from tideline_core.dream.registry import StageContext
 from tideline_core.embedding import Embedder, NoEmbedder
+from tideline_core.errors import InvalidInput
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service.jobs import JobQueue
 from tideline_core.store.database import Database
+from tideline_core.store.receipts import KeyRace, Receipt, find_receipt, fingerprint, keep_receipt
+from tideline_core.timeutil import utcnow
 
 
 class ServiceParts:
@@ -30,5 +39,51 @@ class ServiceParts:
         """False when the deployment runs keyword-only (no embedder configured)."""
         return not isinstance(self.embedder, NoEmbedder)
 
+    def write_once(
+        self,
+        agent_id: str,
+        key: str | None,
+        operation: str,
+        arguments: Sequence[BaseModel],
+        write: Callable[[Connection], Any],
+    ) -> Any:
+        """Run `write` (which returns its result as JSON values) in one write transaction, once per key.
+
+        With an idempotency `key` the result is kept beside the write, in the same transaction: the
+        same key again returns that result and writes nothing, so an agent may retry a write whose
+        answer it never got. A key reused for another kind of write or other arguments is refused.
+        """
+        if key is None:
+            with self.db.write() as conn:
+                return write(conn)
+        digest = fingerprint([operation, *(a.model_dump_json(exclude_unset=True) for a in arguments)])
+        try:
+            with self.db.write() as conn:
+                kept = find_receipt(conn, agent_id, key)
+                if kept is None:
+                    result = write(conn)
+                    keep_receipt(
+                        conn, agent_id, key, operation=operation, fingerprint=digest, result=result, now=utcnow()
+                    )
+                    return result
+        except KeyRace:
+            with self.db.read() as conn:
+                kept = find_receipt(conn, agent_id, key)
+            assert kept is not None, "the key's receipt committed before ours failed"
+        return _replayed(kept, operation, digest)
+
     def close(self) -> None:
         self.db.close()
+
+
+def _replayed(kept: Receipt, operation: str, digest: str) -> Any:
+    if kept.operation != operation:
+        raise InvalidInput(
+            "idempotency_key", f"was first used to write a {kept.operation.replace('_', ' ')}; use a new key"
+        )
+    if kept.fingerprint != digest:
+        raise InvalidInput(
+            "idempotency_key",
+            "was first used with other arguments; a retry must repeat them exactly, a new write needs a new key",
+        )
+    return kept.result

@@ -9,37 +9,52 @@ attention logging, so a read never writes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import Connection
 
 from tideline_core.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
 from tideline_core.records import ContextTurnRecord, NarrativeRecord
 from tideline_core.search.hybrid import SearchOutcome
 from tideline_core.service.base import ServiceParts
+from tideline_core.service.notices import embedding_notice
 from tideline_core.service.results import NarrativeWrite, TurnsRecorded
 from tideline_core.store import narratives, turns
 
 
 class MemoryOps(ServiceParts):
-    def write_narratives(self, agent_id: str, items: Sequence[NarrativeIn]) -> list[NarrativeWrite]:
-        """Store narratives in one transaction (all or none), then queue their embedding."""
-        with self.db.write() as conn:
-            written = [narratives.insert_narrative(conn, agent_id, item) for item in items]
-        queued = self.jobs.embed(agent_id) if written else False
-        return [NarrativeWrite(w.id, w.weight, w.recurrence, queued) for w in written]
+    def write_narratives(
+        self, agent_id: str, items: Sequence[NarrativeIn], *, key: str | None = None
+    ) -> list[NarrativeWrite]:
+        """Store narratives in one transaction (all or none), then queue their embedding.
 
-    def write_narrative(self, agent_id: str, data: NarrativeIn) -> NarrativeWrite:
-        (written,) = self.write_narratives(agent_id, [data])
+        `key` (optional, an idempotency key) makes a retry return the first call's memories; see `write_once`.
+        """
+
+        def write(conn: Connection) -> list[list[Any]]:
+            stored = [narratives.insert_narrative(conn, agent_id, item) for item in items]
+            return [[w.id, w.weight, w.recurrence] for w in stored]
+
+        written = self.write_once(agent_id, key, "narrative", items, write)
+        # A retry asks again too: its first call may have died between the commit and the enqueue.
+        queued = self.jobs.embed(agent_id) if written else False
+        return [NarrativeWrite(int(i), float(weight), int(recurrence), queued) for i, weight, recurrence in written]
+
+    def write_narrative(self, agent_id: str, data: NarrativeIn, *, key: str | None = None) -> NarrativeWrite:
+        (written,) = self.write_narratives(agent_id, [data], key=key)
         return written
 
-    def record_turns(self, agent_id: str, items: Sequence[ContextTurnIn]) -> TurnsRecorded:
+    def record_turns(self, agent_id: str, items: Sequence[ContextTurnIn], *, key: str | None = None) -> TurnsRecorded:
         """Store conversation turns verbatim in one transaction (all or none), then queue their embedding."""
-        with self.db.write() as conn:
-            ids = turns.insert_turns(conn, agent_id, items)
-        return TurnsRecorded(tuple(ids), self.jobs.embed(agent_id) if ids else False)
+        ids = self.write_once(agent_id, key, "turns", items, lambda conn: turns.insert_turns(conn, agent_id, items))
+        return TurnsRecorded(tuple(int(i) for i in ids), self.jobs.embed(agent_id) if ids else False)
 
-    def amend(self, agent_id: str, data: AmendmentIn) -> int:
+    def amend(self, agent_id: str, data: AmendmentIn, *, key: str | None = None) -> int:
         """Append a note to one of the agent's narratives; the narrative itself never changes."""
-        with self.db.write() as conn:
-            return narratives.amend(conn, agent_id, data)
+        return int(
+            self.write_once(agent_id, key, "amendment", [data], lambda conn: narratives.amend(conn, agent_id, data))
+        )
 
     def recall(self, agent_id: str, query: RecallQuery) -> list[NarrativeRecord]:
         """The agent's narratives, newest or heaviest first, filtered; each counts as an attention hit."""
@@ -62,9 +77,14 @@ class MemoryOps(ServiceParts):
     def search(self, agent_id: str, params: SearchIn, *, source: str = "search") -> SearchOutcome:
         """Hybrid search over the agent's narratives and turns; the narrative hits go to attention logging.
 
-        A queue that is down costs only those log entries, never the answer.
+        A queue that is down costs only those log entries, never the answer. Rows still waiting for
+        their embedding with nothing to embed them (no ingest worker, or no queue) are told in `degraded`.
         """
         outcome = self.searcher.search(agent_id, params)
+        if outcome.unembedded and self.embeds:
+            notice = embedding_notice(outcome.unembedded, self.jobs.workers())
+            if notice:
+                outcome = replace(outcome, degraded="; ".join(filter(None, (outcome.degraded, notice))))
         attended = [
             # The cosine when the dense signal saw the hit; otherwise the fused score (capped at 1) stands in.
             (hit.id, hit.similarity if hit.similarity is not None else min(1.0, hit.score))

@@ -12,6 +12,7 @@ from tideline_core.dream.runs import last_done, recent_runs
 from tideline_core.errors import BrokerUnavailable, ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts
+from tideline_core.service.notices import embedding_notice
 from tideline_core.service.results import (
     ClusterMemberView,
     GraphMode,
@@ -130,13 +131,16 @@ class OrganizeOps(ServiceParts):
             task_events = events.recent_task_events(conn, limit=LAST_TASK_EVENTS, agent_id=agent_id)
             runs = recent_runs(conn, agent_id, LAST_DREAM_RUNS)
         depths = self.jobs.queue_depths()
+        # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
+        workers = self.jobs.workers() if depths is not None else None
+        pending = counts.pending_narratives + counts.pending_context
         return StatusReport(
             agent=agent_id,
             counts=counts,
             queue_depths=depths,
-            # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
-            workers=self.jobs.workers() if depths is not None else None,
+            workers=workers,
             embedder=self.embedder.model,
             last_task_errors=tuple(task_events),
             dream_runs=tuple(runs),
+            notice=embedding_notice(pending, workers) if self.embeds else None,
         )

@@ -88,6 +88,7 @@ class StatusReport:
     embedder: str
     last_task_errors: tuple[TaskEventRecord, ...] = ()  # failures and retries, newest first
     dream_runs: tuple[DreamRunRecord, ...] = field(default_factory=tuple)
+    notice: str | None = None  # pending rows that nothing will embed, and what to start
 
     @property
     def embeddings_pending(self) -> int:

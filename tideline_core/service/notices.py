@@ -1,0 +1,26 @@
+"""What a read tells its caller about rows meaning search cannot see yet, and whether anything will embed them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+INGEST_QUEUE = "ingest"
+
+
+def embedding_notice(unembedded: int, workers: Mapping[str, Sequence[str]] | None) -> str | None:
+    """None while an ingest worker is there to embed the waiting rows (or none wait); otherwise why they wait.
+
+    `workers`: the live workers and their queues, None when the job queue cannot be reached.
+    """
+    if unembedded <= 0:
+        return None
+    rows = f"{unembedded} row{'s' if unembedded != 1 else ''} still without an embedding"
+    missed = "meaning search cannot find them (keyword search can)"
+    if workers is None:
+        return f"{rows}: the job queue (Redis) cannot be reached, so {missed}; see `tideline status`"
+    if any(INGEST_QUEUE in queues for queues in workers.values()):
+        return None
+    return (
+        f"{rows} and no ingest worker is running, so {missed}: run `tideline up` "
+        "(or `tideline worker ingest` with Redis) on this data dir"
+    )
