@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import jieba
 
+from tideline_core.jieba_dictionary import install as install_dictionary
+
 jieba.setLogLevel(logging.WARNING)
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -29,32 +31,37 @@ CHINESE_STOPWORDS = frozenset(
 STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
 
 
-def initialize() -> None:
-    """Load jieba's dictionary now (about a second) instead of on the first request."""
-    jieba.initialize()
+def initialize() -> jieba.Tokenizer:
+    """jieba's tokenizer with its dictionary loaded (the compact one, see `jieba_dictionary`); call it early
+    to pay for the load (well under a second once the cache file exists) before the first request."""
+    install_dictionary(jieba.dt)
+    return jieba.dt
 
 
 def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
-@lru_cache(maxsize=4096)
-def _segment_cached(text: str, for_index: bool) -> tuple[str, ...]:
-    tokens: list[str] = []
-    for chunk in _WORD.findall(text):
-        if has_cjk(chunk):
-            # cut_for_search adds the shorter words inside long ones (中华人民共和国 → 中华, 人民, ...),
-            # so a 2-character query matches text that jieba would otherwise keep as one long word.
-            pieces = jieba.cut_for_search(chunk) if for_index else jieba.cut(chunk)
-            tokens.extend(piece.lower() for piece in pieces if piece.strip())
-        else:
-            tokens.append(chunk.lower().replace("’", "'"))
-    return tuple(tokens)
+@lru_cache(maxsize=16384)
+def _cut(chunk: str, for_index: bool) -> tuple[str, ...]:
+    # Cached per run of Chinese text, not per whole text: a write and the index refresh after it
+    # segment the same runs, and a run is short where a turn may be 100,000 characters.
+    # cut_for_search adds the shorter words inside long ones (中华人民共和国 → 中华, 人民, ...),
+    # so a 2-character query matches text that jieba would otherwise keep as one long word.
+    tokenizer = initialize()
+    pieces = tokenizer.cut_for_search(chunk) if for_index else tokenizer.cut(chunk)
+    return tuple(piece.lower() for piece in pieces if piece.strip())
 
 
 def segment(text: str, *, for_index: bool = True) -> list[str]:
     """Text → lower-cased word tokens; Chinese by jieba, other scripts by word characters."""
-    return list(_segment_cached(text, for_index))
+    tokens: list[str] = []
+    for chunk in _WORD.findall(text):
+        if has_cjk(chunk):
+            tokens.extend(_cut(chunk, for_index))
+        else:
+            tokens.append(chunk.lower().replace("’", "'"))
+    return tokens
 
 
 def index_text(*parts: str) -> str:

@@ -6,9 +6,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-import jieba.analyse
-
 from tideline_core.search.bm25 import analyze
+from tideline_core.search.salience import salient_words
 
 LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts
 SELF_LINE_WEIGHT = 0.5  # the agent's own lines say less about what to recall than the other party's
@@ -43,7 +42,7 @@ def conversation_terms(lines: Sequence[Line]) -> dict[str, float]:
     n = len(lines)
     for j, line in enumerate(lines):
         w = LINE_DECAY ** (n - 1 - j) * (SELF_LINE_WEIGHT if line.is_self else 1.0)
-        for keyword, salience in jieba.analyse.extract_tags(line.text, topK=KEYWORDS_PER_LINE, withWeight=True):
+        for keyword, salience in salient_words(line.text, KEYWORDS_PER_LINE):
             for term in analyze(keyword):
                 weights[term] = weights.get(term, 0.0) + w * float(salience)
     return weights

@@ -14,8 +14,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import KMeans, MiniBatchKMeans
-from threadpoolctl import threadpool_limits
 
 from tideline_core.dream.clusters import topics
 from tideline_core.embedding import normalize
@@ -115,6 +113,8 @@ def soft_clusters(
     if not ids:
         return SoftClusters(np.zeros((0, matrix.shape[1]), np.float32), (), (), (), ())
     k = min(choose_k(len(ids)), len({hash(row.tobytes()) for row in matrix}))
+    from threadpoolctl import threadpool_limits  # with scikit-learn: only processes that cluster load them
+
     with threadpool_limits(limits=threads):
         centroids = _fit(matrix, k, seed, minibatch_above)
         nearest, distances = assign(matrix, centroids, per_item)
@@ -262,6 +262,8 @@ def _check(ids: Sequence[int], vectors: np.ndarray) -> np.ndarray:
 
 
 def _fit(matrix: np.ndarray, k: int, seed: int, minibatch_above: int) -> np.ndarray:
+    from sklearn.cluster import KMeans, MiniBatchKMeans  # about 70 MiB: never loaded by the MCP server
+
     model: KMeans | MiniBatchKMeans
     if len(matrix) > minibatch_above:
         model = MiniBatchKMeans(n_clusters=k, n_init=N_INIT, random_state=seed, batch_size=4096)

@@ -9,14 +9,14 @@ each surviving keyword is a cluster.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
-import jieba.posseg
-
-from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
+from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
 
 # Nouns (n, nr, ns, nt, nz, vn, ng), verbs (v) and adjectives (a), plus jieba's finer tags of the
 # same kinds: nrt/nrfg are person names (nr), an is an adjectival noun.
@@ -47,6 +47,15 @@ class TopicCluster:
 
 
 @lru_cache(maxsize=16384)
+@functools.cache
+def _tagger() -> Any:
+    # jieba's part-of-speech tables take about 50 MiB: only the processes that cluster topics load them.
+    import jieba.posseg
+
+    initialize()  # the compact dictionary, before the tagger loads jieba's own
+    return jieba.posseg.dt
+
+
 def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
     """The distinct topic keywords of one text: kept-POS Chinese words of 2+ characters and
     lower-cased English words of 3 to 40 characters that are not stopwords.
@@ -59,7 +68,7 @@ def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
     for match in _PIECES.finditer(text):
         han = match.group("han")
         if han is not None:
-            for word, flag in jieba.posseg.cut(han, HMM=hmm):
+            for word, flag in _tagger().cut(han, HMM=hmm):
                 if flag in KEEP_POS and len(word) >= 2 and word not in CHINESE_STOPWORDS:
                     found.add(word)
             continue

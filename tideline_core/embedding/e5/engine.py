@@ -87,6 +87,13 @@ class E5Engine:
         self._token_type = self.weights.tensor("emb.type")[: shape.hidden]
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
+        # ONNX Runtime's arena keeps the largest batch's buffers for the life of the process: a worker
+        # grew by 700 MiB over a few long batches, measured. Without it memory follows the batch in
+        # hand; passages embed as fast, a one-line query costs about 0.5 ms more.
+        options.enable_cpu_mem_arena = False
+        # Idle pool threads would spin for a while after every run: a query 0.5 ms faster, for four
+        # times the CPU (measured), taken from the server's other work and from every other process.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
             str(cached_encoder(self.weights, cache_dir)), options, providers=["CPUExecutionProvider"]

