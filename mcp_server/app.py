@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import sys
 import threading
@@ -15,13 +17,14 @@ import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult
 from mcp_types import Tool as MCPTool
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mcp_server import arguments
+from mcp_server import arguments, pipes
 from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
 from mcp_server.context import AppContext
 from mcp_server.tools import register_all
@@ -54,18 +57,35 @@ def _warm_up(embedder: Embedder) -> None:
     by keyword and says so). An unreachable embedder is not fatal.
     """
     load_tokenizer()
-    if isinstance(embedder, NoEmbedder):
-        return
+    if not isinstance(embedder, NoEmbedder):
+        try:
+            embedder.queries(["warm up"], timeout=None)
+        except (EmbedderUnavailable, ConfigurationError) as exc:
+            log.warning(
+                "embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc
+            )
+    _return_free_memory()
+
+
+def _return_free_memory() -> None:
+    """Hand the loads' scratch memory back to the OS (glibc keeps freed heap otherwise: about 15 MiB here)."""
     try:
-        embedder.queries(["warm up"], timeout=None)
-    except (EmbedderUnavailable, ConfigurationError) as exc:
-        log.warning(
-            "embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc
-        )
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to hand back this way
 
 
 class TidelineServer(MCPServer[AppContext]):
-    """The SDK's server, with every tool's arguments checked by name and for nulls before the tool runs."""
+    """The SDK's server, with every tool's arguments checked by name and for nulls before the tool runs,
+    and stdio pipes read and written by the event loop itself (`pipes`)."""
+
+    async def run_stdio_async(self) -> None:
+        if not (pipes.is_pipe(0) and pipes.is_pipe(1)):
+            await super().run_stdio_async()
+            return
+        async with pipes.loop_stdio() as (lines, replies), stdio_server(lines, replies) as (read, write):  # type: ignore[arg-type]
+            await self._lowlevel_server.run(read, write, self._lowlevel_server.create_initialization_options())
 
     _schemas: dict[str, dict[str, Any]] | None = None
 

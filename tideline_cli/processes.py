@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from pathlib import Path
 from typing import Any
 
 from tideline_core.errors import ConfigurationError
@@ -37,6 +39,20 @@ def _prepare_worker_side(settings: Settings) -> Any:
     return create_app(settings)
 
 
+def yield_cpu(nice: int) -> None:
+    """Run this worker (and the pool processes it forks) at a lower CPU priority than the server.
+
+    With autogroup scheduling (most Linux desktops) the processes of one session share one CPU
+    weight and a nice value counts only inside it; `tideline up` starts each part in a session of
+    its own, so a worker that leads its session lowers the session's weight as well. A worker
+    started from a shell shares the shell's session, whose weight it leaves alone.
+    """
+    os.nice(nice)
+    if os.getsid(0) == os.getpid():
+        with contextlib.suppress(OSError):  # no autogroup scheduling here: the nice value is all there is
+            Path("/proc/self/autogroup").write_text(str(nice))
+
+
 def model_threads(settings: Settings, pool_processes: int) -> int:
     """CPU threads per pool process for the local model: the setting, else an equal share of the cores.
 
@@ -48,6 +64,8 @@ def model_threads(settings: Settings, pool_processes: int) -> int:
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.worker_nice:
+        yield_cpu(settings.worker_nice)
     concurrency = args.concurrency or (1 if args.queue == "dream" else None)
     pool_processes = 1 if args.pool == "solo" else (concurrency or os.cpu_count() or 1)
     app = _prepare_worker_side(settings.model_copy(update={"embed_threads": model_threads(settings, pool_processes)}))

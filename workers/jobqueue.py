@@ -7,7 +7,9 @@ outbox). Publishers import this module, the queues and the locks, never the task
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import threading
 import time
 from collections.abc import Sequence
@@ -31,6 +33,8 @@ EMBED_MARK = "tideline:embed-waiting:"
 # A mark outlives a job's normal wait in the queue; if its message was lost the reconciler asks again.
 EMBED_MARK_SECONDS = 600
 WORKERS_MEMO_SECONDS = 1.0
+OUTBOX_LIMIT = 10_000  # attention logs waiting for their publish
+CLOSE_SECONDS = 5.0
 
 
 def embed_mark(agent_id: str) -> str:
@@ -48,6 +52,7 @@ class CeleryJobQueue:
     After a failed publish the circuit stays open for `breaker_seconds`: calls return at once, so
     a dead broker costs each write at most one fast failure. Every call is bounded well under a
     second when Redis is down, so it may run on an event loop thread (or via anyio.to_thread).
+    Attention logs are published from a thread of their own (`close` sends what is left).
     """
 
     def __init__(self, settings: Settings, *, breaker_seconds: float = 2.0, socket_timeout: float = 0.5) -> None:
@@ -81,6 +86,8 @@ class CeleryJobQueue:
         self._open_until = 0.0
         self._lock = threading.Lock()
         self._workers_seen: tuple[float, dict[str, list[str]]] | None = None
+        self._outbox: queue.Queue[tuple[TaskName, dict[str, Any]] | None] = queue.Queue(maxsize=OUTBOX_LIMIT)
+        self._publisher: threading.Thread | None = None
 
     # -- circuit breaker --
     def _circuit_open(self) -> bool:
@@ -129,13 +136,32 @@ class CeleryJobQueue:
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
         if not hits:
             return True
+        if self._circuit_open():
+            return False
         payload = {
             "agent_id": agent_id,
             "hits": [[int(n), float(s)] for n, s in hits],
             "source": source,
             "at": utcnow().isoformat(),
         }
-        return self._send(TaskName.LOG_ATTENTION, payload) is not None
+        # Published from a thread of its own: a search does not wait the 1-2 ms of a publish for
+        # what is only a log of its hits. Beyond the backlog's bound the log is dropped, never the search.
+        self._start_publisher()
+        try:
+            self._outbox.put_nowait((TaskName.LOG_ATTENTION, payload))
+        except queue.Full:
+            return False
+        return True
+
+    def _start_publisher(self) -> None:
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = threading.Thread(target=self._publish_outbox, name="tideline-publish", daemon=True)
+                self._publisher.start()
+
+    def _publish_outbox(self) -> None:
+        while (item := self._outbox.get()) is not None:
+            self._send(*item)
 
     def start_stage(self, agent_id: str, stage: str) -> str | None:
         if self._circuit_open():
@@ -183,5 +209,10 @@ class CeleryJobQueue:
         return live
 
     def close(self) -> None:
+        """Publish what is still waiting (a few seconds at most), then let go of the connections."""
+        if self._publisher is not None:
+            with contextlib.suppress(queue.Full):  # still full after the wait: the publisher is stuck anyway
+                self._outbox.put(None, timeout=CLOSE_SECONDS)
+            self._publisher.join(timeout=CLOSE_SECONDS)
         self._redis.close()
         self._app.close()

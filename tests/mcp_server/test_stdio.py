@@ -65,7 +65,9 @@ async def test_an_agent_runtime_lists_tools_writes_and_searches_over_stdio(setti
     assert status["agent"] == "alice" and status["counts"]["narratives"] == 1
 
 
-def test_stdout_carries_nothing_but_protocol_messages(settings: Settings) -> None:
+@pytest.mark.parametrize("stdin_is", ["a pipe", "a file"])
+def test_stdout_carries_nothing_but_protocol_messages(settings: Settings, tmp_path: Path, stdin_is: str) -> None:
+    # A pipe is read by the event loop itself (mcp_server.pipes); anything else by the SDK's transport.
     command, prefix = tideline_command()
     request = {
         "jsonrpc": "2.0",
@@ -78,14 +80,18 @@ def test_stdout_carries_nothing_but_protocol_messages(settings: Settings) -> Non
         },
     }
     # Closing stdin after one request ends the server; every stdout line must then be one JSON-RPC message.
-    done = subprocess.run(
-        [command, *prefix, "serve"],
-        input=json.dumps(request) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": str(Path(sys.executable).parent), **server_env(settings)},
-    )
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(request) + "\n")
+    with requests.open() as from_file:
+        done = subprocess.run(
+            [command, *prefix, "serve"],
+            input=requests.read_text() if stdin_is == "a pipe" else None,
+            stdin=from_file if stdin_is == "a file" else None,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": str(Path(sys.executable).parent), **server_env(settings)},
+        )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     assert lines, done.stderr
     messages = [json.loads(line) for line in lines]

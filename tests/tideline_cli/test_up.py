@@ -55,6 +55,10 @@ def alive(pid: int) -> bool:
     return pid in proc_table()
 
 
+def niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
 @pytest.fixture
 def short_home() -> Iterator[Path]:
     home = Path(tempfile.mkdtemp(prefix="tlup-"))  # Unix socket paths must stay short
@@ -114,6 +118,15 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
         for part in ("serve --http", "worker ingest", "worker dream", " beat", " flower"):
             assert part in commands, f"{part!r} not running under the supervisor"
         assert len(redis_pids) == 1
+        # The workers yield the CPU to the server: niced, and so is the session (autogroup) each leads.
+        for pid in family:
+            if "worker ingest" in table[pid][2] or "worker dream" in table[pid][2]:
+                assert niceness(pid) == 10, table[pid][2]
+                autogroup = Path(f"/proc/{pid}/autogroup")
+                if autogroup.exists():
+                    assert autogroup.read_text().split()[-1] == "10", table[pid][2]
+            elif "serve --http" in table[pid][2]:
+                assert niceness(pid) == 0
 
         # kill -9 of the embedded Redis: the supervisor notices, restarts it from its append-only file,
         # and says so; a task queued before the kill is still there.

@@ -32,6 +32,18 @@ def test_the_dispatcher_sees_queued_work_and_the_live_worker(
     assert workers is not None and list(workers.values()) == [["dream", "ingest"]]
 
 
+def test_attention_logs_published_in_the_background_all_reach_the_queue_by_close(settings: Settings) -> None:
+    jobs = CeleryJobQueue(settings)
+    for i in range(200):
+        assert jobs.log_attention("alice", [(i + 1, 0.5)], "search")
+    jobs.close()
+    watcher = CeleryJobQueue(settings)
+    try:
+        assert watcher.queue_depths() == {"ingest": 200, "dream": 0}, "every log reached the queue"
+    finally:
+        watcher.close()
+
+
 def test_a_trigger_for_a_dream_job_lands_on_the_dream_queue(celery_jobs: CeleryJobQueue) -> None:
     assert celery_jobs.start_stage("alice", "recluster") is not None
     assert celery_jobs.queue_depths() == {"ingest": 0, "dream": 1}
