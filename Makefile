@@ -37,6 +37,9 @@ test: lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_read.py
+	$(BIN)/python bench/mcp_path.py
+	$(BIN)/python bench/ingest_workers.py
+	$(BIN)/python bench/worker_recovery.py
 	$(BIN)/python bench/script_layer.py
 
 clean:
