@@ -157,6 +157,9 @@ def make_settings(
             "llm_model": None,
             "database_url": test_database_url,
             "memory_mcp_db": None,
+            # A first search may come while the model is still being built (from scratch, once per
+            # run): tests wait for it; the keyword fallback while it loads has its own tests.
+            "query_embedding_timeout": 300.0,
         }
         values.update(overrides)
         return Settings(**values)

@@ -75,7 +75,8 @@ async def test_a_model_cache_that_cannot_be_written_leaves_search_keyword_only_a
 async def test_rows_waiting_for_a_running_worker_are_counted_but_not_flagged(
     local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    settings = local_settings.model_copy(update={"embedder": "local"})
+    # The query may wait for the model however long its first build takes: this is about the count.
+    settings = local_settings.model_copy(update={"embedder": "local", "query_embedding_timeout": 600.0})
     dispatcher.live = {"ingest@laptop": ["ingest"]}
     async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="We fed the ducks at the lake")
@@ -90,7 +91,7 @@ async def test_rows_waiting_for_a_running_worker_are_counted_but_not_flagged(
 async def test_rows_waiting_with_no_reachable_queue_say_so(
     local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
-    settings = local_settings.model_copy(update={"embedder": "local"})
+    settings = local_settings.model_copy(update={"embedder": "local", "query_embedding_timeout": 600.0})
     dispatcher.live = None
     async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="We fed the ducks at the lake")
