@@ -47,7 +47,9 @@ class HeatRow(Result):
     hits: int
     share: float = Field(description="this cluster's hits over all hits (a hit counts once per cluster holding it)")
     bar: str
-    mean_similarity: float
+    mean_similarity: float | None = Field(
+        description="mean similarity of the hits that measured one; null when all were recalls (asked by filter)"
+    )
     sources: dict[str, int] = Field(description="hits per source (t1, search, recall, ...)")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from tideline_core.dream.registry import StageContext
 from tideline_core.embedding import Embedder, HttpEmbedder, LocalE5Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError
+from tideline_core.inject.setup import InjectSetup
+from tideline_core.inject.tiers import InjectRules
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
@@ -57,4 +59,23 @@ def compose(
             known_persons=settings.known_person_aliases(),
         ),
         query_timeout=settings.query_embedding_timeout,
+        inject=inject_setup(settings),
     )
+
+
+def inject_setup(settings: Settings) -> InjectSetup:
+    """The injection rules the settings ask for."""
+    budgets = settings.tier_budgets()
+    rules = InjectRules(
+        session_budget=settings.inject_session_budget,
+        turn_budget=settings.inject_turn_budget,
+        t1_limit=settings.inject_t1_limit,
+        t2_min_weight=settings.inject_t2_min_weight,
+        t2_days=settings.inject_t2_days,
+        t2_keep=settings.inject_t2_keep,
+        t2b_turns=settings.inject_t2b_turns,
+        t2b_chars=settings.inject_t2b_chars,
+        t3_topics=settings.inject_t3_topics,
+        **{f"{tier.lower()}_budget": tokens for tier, tokens in budgets.items()},
+    )
+    return InjectSetup(rules=rules, soul_path=settings.soul_path, home=settings.home)

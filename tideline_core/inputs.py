@@ -239,6 +239,33 @@ class SearchIn(_Input):
         return value
 
 
+MIN_BUDGET, MAX_BUDGET = 100, 32_000
+Budget = Annotated[StrictInt, Field(ge=MIN_BUDGET, le=MAX_BUDGET)]
+
+
+class InjectIn(_Input):
+    """The session-start block: for which session (so later turns do not repeat it), within how many tokens."""
+
+    session_id: str = Field(default="", max_length=256)
+    budget: Budget | None = None
+
+
+class PrefetchIn(_Input):
+    """The per-turn block: a question and/or the conversation's recent lines, as for a search."""
+
+    conversation: list[ConversationLine] = Field(default_factory=list, max_length=MAX_CONVERSATION)
+    query: str = Field(default="", max_length=MAX_QUERY, validate_default=True)
+    session_id: str = Field(default="", max_length=256)
+    budget: Budget | None = None
+
+    @field_validator("query", mode="after")
+    @classmethod
+    def _something_to_recall(cls, value: str, info: ValidationInfo) -> str:
+        if not value and "conversation" in info.data and not info.data["conversation"]:
+            raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
+        return value
+
+
 # --- reads ---------------------------------------------------------------------------------
 
 

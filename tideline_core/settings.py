@@ -27,6 +27,9 @@ class _DocumentedNames(EnvSettingsSource):
         self.config = {**self.config, "populate_by_name": False, "validate_by_name": False}
 
 
+TIERS = ("T0", "T1", "T2", "T2b", "T3", "T4")
+
+
 class Settings(BaseSettings):
     """Every knob, with its default. The README's settings table mirrors this class."""
 
@@ -71,6 +74,20 @@ class Settings(BaseSettings):
     # Workers yield the CPU to the server: at the same priority, a busy ingest worker on a small
     # machine made every stdio/HTTP round trip wait for a time slice (search 10 → 45 ms, measured).
     worker_nice: int = Field(default=10, ge=0, le=19, validation_alias=_env("WORKER_NICE"))
+    # Injection (`tideline_core/inject/tiers.py` states each rule).
+    soul_path: str = Field(default="{home}/agents/{agent}/SOUL.md", validation_alias=_env("SOUL_PATH"))
+    inject_session_budget: int = Field(default=2000, ge=100, le=32000, validation_alias=_env("INJECT_SESSION_BUDGET"))
+    inject_turn_budget: int = Field(default=800, ge=100, le=32000, validation_alias=_env("INJECT_TURN_BUDGET"))
+    inject_tier_budgets: str = Field(
+        default="T0=700,T2=450,T2b=450,T3=400,T1=800,T4=300", validation_alias=_env("INJECT_TIER_BUDGETS")
+    )
+    inject_t1_limit: int = Field(default=20, ge=1, le=100, validation_alias=_env("INJECT_T1_LIMIT"))
+    inject_t2_min_weight: float = Field(default=0.6, ge=0, le=1, validation_alias=_env("INJECT_T2_MIN_WEIGHT"))
+    inject_t2_days: int = Field(default=7, ge=1, le=3650, validation_alias=_env("INJECT_T2_DAYS"))
+    inject_t2_keep: int = Field(default=3, ge=0, le=50, validation_alias=_env("INJECT_T2_KEEP"))
+    inject_t2b_turns: int = Field(default=6, ge=0, le=100, validation_alias=_env("INJECT_T2B_TURNS"))
+    inject_t2b_chars: int = Field(default=400, ge=20, le=20000, validation_alias=_env("INJECT_T2B_CHARS"))
+    inject_t3_topics: int = Field(default=25, ge=0, le=200, validation_alias=_env("INJECT_T3_TOPICS"))
     dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 
@@ -130,6 +147,19 @@ class Settings(BaseSettings):
                 )
             tokens[token.strip()] = agent.strip()
         return tokens
+
+    def tier_budgets(self) -> dict[str, int]:
+        """`T0=700,T2=450,...` → {tier: tokens}; an unknown tier or a bad number is a ConfigurationError."""
+        budgets: dict[str, int] = {}
+        for entry in filter(None, (part.strip() for part in self.inject_tier_budgets.split(","))):
+            tier, _, tokens = entry.partition("=")
+            if tier.strip() not in TIERS or not tokens.strip().isdigit():
+                raise ConfigurationError(
+                    f"TIDELINE_INJECT_TIER_BUDGETS entries must look like TIER=TOKENS with a tier of "
+                    f"{', '.join(TIERS)}; got {entry!r}"
+                )
+            budgets[tier.strip()] = int(tokens)
+        return budgets
 
     def known_person_aliases(self) -> dict[str, str]:
         """`Alice,Bob=Bobby/Robert` → {alias or name (lower-cased): canonical name}."""

@@ -133,14 +133,14 @@ class CeleryJobQueue:
         except _BROKER_ERRORS as exc:
             self._trip("clear the embed mark", exc)
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         if not hits:
             return True
         if self._circuit_open():
             return False
         payload = {
             "agent_id": agent_id,
-            "hits": [[int(n), float(s)] for n, s in hits],
+            "hits": [[int(n), None if s is None else float(s)] for n, s in hits],
             "source": source,
             "at": utcnow().isoformat(),
         }

@@ -18,7 +18,7 @@ class RecordingJobQueue:
     """A job queue stand-in that remembers what the server asked of it (for tests of the read/write path)."""
 
     embeds: list[str] = field(default_factory=list)
-    attention: list[tuple[str, list[tuple[int, float]], str]] = field(default_factory=list)
+    attention: list[tuple[str, list[tuple[int, float | None]], str]] = field(default_factory=list)
     stages: list[tuple[str, str]] = field(default_factory=list)
     live: dict[str, list[str]] | None = field(default_factory=dict)  # the workers it reports (None: unreachable)
 
@@ -26,7 +26,7 @@ class RecordingJobQueue:
         self.embeds.append(agent_id)
         return True
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         self.attention.append((agent_id, list(hits), source))
         return True
 

@@ -26,7 +26,7 @@ class Hit:
     """One logged retrieval hit (`source`: t1, search, recall, ...)."""
 
     narrative_id: int
-    similarity: float
+    similarity: float | None  # None: the retrieval measured none (a recall)
     source: str
     created_at: datetime
 
@@ -35,6 +35,8 @@ class Hit:
 class HeatRow:
     """A cluster that was hit: how often, its share of all hits, a bar, mean similarity, sources.
 
+    `mean_similarity` is over the hits that measured one (None when none did: recalls only).
+
     `sources` maps source → hits, most frequent first.
     """
 
@@ -42,7 +44,7 @@ class HeatRow:
     hits: int
     share: float
     bar: str
-    mean_similarity: float
+    mean_similarity: float | None
     sources: Mapping[str, int]
 
 
@@ -92,10 +94,12 @@ def heatmap(
     times = [as_utc(h.created_at) for h in hits]
     # Retrieval keeps hitting the same memories: aggregate per (narrative, source) once, then
     # spread the sums over clusters, instead of walking every cluster for every hit.
-    per_source: dict[tuple[int, str], tuple[int, float]] = {}
+    per_source: dict[tuple[int, str], tuple[int, float, int]] = {}
     for hit in hits:
-        count, similarity_sum = per_source.get((hit.narrative_id, hit.source), (0, 0.0))
-        per_source[(hit.narrative_id, hit.source)] = (count + 1, similarity_sum + hit.similarity)
+        count, similarity_sum, measured = per_source.get((hit.narrative_id, hit.source), (0, 0.0, 0))
+        if hit.similarity is not None:
+            similarity_sum, measured = similarity_sum + hit.similarity, measured + 1
+        per_source[(hit.narrative_id, hit.source)] = (count + 1, similarity_sum, measured)
     return Heatmap(
         total_hits=len(hits),
         first_hit=min(times) if times else None,
@@ -109,7 +113,7 @@ def heatmap(
 
 def _kind(
     kind: str,
-    per_source: Mapping[tuple[int, str], tuple[int, float]],
+    per_source: Mapping[tuple[int, str], tuple[int, float, int]],
     total: int,
     members: Mapping[str, Iterable[int]],
     bar_width: int,
@@ -123,9 +127,10 @@ def _kind(
             clusters_of.setdefault(narrative_id, []).append(cluster)
     counts: Counter[str] = Counter()
     similarity: dict[str, float] = {}
+    measured: Counter[str] = Counter()
     sources: dict[str, Counter[str]] = {}
     unclustered = 0
-    for (narrative_id, source), (n, similarity_sum) in per_source.items():
+    for (narrative_id, source), (n, similarity_sum, with_similarity) in per_source.items():
         holders = clusters_of.get(narrative_id)
         if not holders:
             unclustered += n
@@ -133,6 +138,7 @@ def _kind(
         for cluster in holders:
             counts[cluster] += n
             similarity[cluster] = similarity.get(cluster, 0.0) + similarity_sum
+            measured[cluster] += with_similarity
             sources.setdefault(cluster, Counter())[source] += n
     top = max(counts.values(), default=0)
     rows = tuple(
@@ -141,7 +147,7 @@ def _kind(
             hits=count,
             share=count / total,
             bar=BAR_CHAR * max(1, round(bar_width * count / top)),
-            mean_similarity=similarity[cluster] / count,
+            mean_similarity=similarity[cluster] / measured[cluster] if measured[cluster] else None,
             sources=dict(sorted(sources[cluster].items(), key=lambda sc: (-sc[1], sc[0]))),
         )
         for cluster, count in sorted(counts.items(), key=lambda cc: (-cc[1], cc[0]))
@@ -170,7 +176,7 @@ def to_markdown(heat: Heatmap, *, max_rows: int = 25, max_deserts: int = 50) -> 
                 sources = ", ".join(f"{s} {n}" for s, n in row.sources.items())
                 lines.append(
                     f"| {_cell(row.cluster)} | {row.hits} | {row.share:.0%} | {row.bar} | "
-                    f"{row.mean_similarity:.3f} | {_cell(sources)} |"
+                    f"{'—' if row.mean_similarity is None else f'{row.mean_similarity:.3f}'} | {_cell(sources)} |"
                 )
             if len(kind.rows) > max_rows:
                 lines.append(f"\n… and {len(kind.rows) - max_rows} more clusters with hits.")

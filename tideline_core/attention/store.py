@@ -16,16 +16,20 @@ from tideline_core.timeutil import utcnow
 MAX_SOURCE = 16
 
 
-def log_hits(conn: Connection, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime) -> int:
+def log_hits(
+    conn: Connection, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str, at: datetime
+) -> int:
     """Insert hits on the agent's own narratives; a replay of the same (time, source, narrative) adds nothing.
+
+    A similarity of None says the retrieval measured none (a recall asks by filter, not by meaning).
 
     `at` is when the retrieval happened (set by the publisher), which makes the task idempotent.
     """
     if not source or len(source) > MAX_SOURCE:
         raise InvalidInput("source", f"must be 1–{MAX_SOURCE} characters, got {len(source)}")
-    wanted: dict[int, float] = {}
+    wanted: dict[int, float | None] = {}
     for narrative_id, similarity in hits:
-        wanted.setdefault(int(narrative_id), float(similarity))
+        wanted.setdefault(int(narrative_id), None if similarity is None else float(similarity))
     if not wanted:
         return 0
     own = {r.id for r in owned_rows(conn, Narrative.__table__, agent_id, wanted, [Narrative.id])}

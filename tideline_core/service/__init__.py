@@ -9,8 +9,10 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     KnowledgeOps  profiles, self-concept, threads, snapshots               (service/knowledge.py)
     OrganizeOps   graph, topics, soft clusters, heatmap, trigger, status   (service/organize.py)
     PipelineOps   embed, log attention, import, reconcile, run a stage     (service/pipeline.py)
+    InjectOps     the session-start and per-turn blocks                    (service/inject.py)
 """
 
+from tideline_core.service.inject import InjectOps
 from tideline_core.service.jobs import JobQueue, NullJobQueue
 from tideline_core.service.knowledge import KnowledgeOps
 from tideline_core.service.memory import MemoryOps
@@ -28,7 +30,7 @@ from tideline_core.service.results import (
 )
 
 
-class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps):
+class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, InjectOps):
     """One object for every operation (see the module docstring for where each lives)."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,6 +12,7 @@ from sqlalchemy import Connection
 from tideline_core.dream.registry import StageContext
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import InvalidInput
+from tideline_core.inject.setup import InjectSetup
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service.jobs import JobQueue
 from tideline_core.store.database import Database
@@ -22,9 +24,17 @@ class ServiceParts:
     """The store, the searcher over it, the job queue for derived work, and what dream stages use."""
 
     def __init__(
-        self, *, db: Database, searcher: HybridSearch, jobs: JobQueue, stages: StageContext, query_timeout: float
+        self,
+        *,
+        db: Database,
+        searcher: HybridSearch,
+        jobs: JobQueue,
+        stages: StageContext,
+        query_timeout: float,
+        inject: InjectSetup | None = None,
     ) -> None:
         self.db = db
+        self.inject = inject or InjectSetup()
         self.searcher = searcher
         self.jobs = jobs
         self.stages = stages
@@ -38,6 +48,16 @@ class ServiceParts:
     def embeds(self) -> bool:
         """False when the deployment runs keyword-only (no embedder configured)."""
         return not isinstance(self.embedder, NoEmbedder)
+
+    def soul(self, agent_id: str) -> tuple[Path | None, str | None]:
+        """The agent's SOUL file and its text (None when there is none, or it cannot be read)."""
+        path = self.inject.soul_file(agent_id)
+        if path is None:
+            return None, None
+        try:
+            return path, path.read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, UnicodeDecodeError):
+            return path, None
 
     def write_once(
         self,

@@ -19,7 +19,7 @@ class JobQueue(Protocol):
         """
         ...
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         """Ask for retrieval hits (narrative id, similarity) to be logged; False when unreachable."""
         ...
 
@@ -45,7 +45,7 @@ class NullJobQueue:
     def embed(self, agent_id: str, *, again: bool = False) -> bool:
         return False
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         return False
 
     def start_stage(self, agent_id: str, stage: str) -> str | None:

@@ -70,8 +70,9 @@ class MemoryOps(ServiceParts):
                 order=query.order,
             )
         if records:
-            # A recall has no similarity: the memory was asked for directly, so it counts as full attention.
-            self.jobs.log_attention(agent_id, [(r.id, 1.0) for r in records], "recall")
+            # A recall is a hit without a similarity: the memory was asked for by filter, not by meaning,
+            # so it counts as attention but stays out of the heatmap's mean similarity.
+            self.jobs.log_attention(agent_id, [(r.id, None) for r in records], "recall")
         return records
 
     def search(self, agent_id: str, params: SearchIn, *, source: str = "search") -> SearchOutcome:

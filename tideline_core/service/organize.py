@@ -134,6 +134,7 @@ class OrganizeOps(ServiceParts):
         # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
         workers = self.jobs.workers() if depths is not None else None
         pending = counts.pending_narratives + counts.pending_context
+        soul_path, soul = self.soul(agent_id)
         return StatusReport(
             agent=agent_id,
             counts=counts,
@@ -143,4 +144,6 @@ class OrganizeOps(ServiceParts):
             last_task_errors=tuple(task_events),
             dream_runs=tuple(runs),
             notice=embedding_notice(pending, workers) if self.embeds else None,
+            soul_path=str(soul_path) if soul_path else None,
+            soul_found=soul is not None,
         )

@@ -47,7 +47,7 @@ class PipelineOps(ServiceParts):
             self.jobs.embed(agent_id)
         return report
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str, at: datetime) -> int:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str, at: datetime) -> int:
         """Record retrieval hits on the agent's own narratives; `at` (when they happened) keys a replay."""
         with self.db.write() as conn:
             return log_hits(conn, agent_id, hits, source, at)

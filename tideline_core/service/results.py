@@ -89,6 +89,8 @@ class StatusReport:
     last_task_errors: tuple[TaskEventRecord, ...] = ()  # failures and retries, newest first
     dream_runs: tuple[DreamRunRecord, ...] = field(default_factory=tuple)
     notice: str | None = None  # pending rows that nothing will embed, and what to start
+    soul_path: str | None = None  # where the agent's SOUL file is looked for (None: the agent id is no file name)
+    soul_found: bool = False
 
     @property
     def embeddings_pending(self) -> int:

@@ -279,15 +279,30 @@ class Snapshot(Owned, Base):
 
 
 class AttentionHit(Owned, Base):
-    """One retrieval hit on a narrative: which, how similar, from where, when."""
+    """One retrieval hit on a narrative: which, how similar (none for a recall: asked for by filter, not by meaning),
+    from where, when."""
 
     __tablename__ = "attention_log"
     narrative_id: Mapped[int] = mapped_column(Integer, nullable=False)
-    similarity: Mapped[float] = mapped_column(Float, nullable=False)
+    similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
     source: Mapped[str] = mapped_column(String(16), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_attention_agent_created", "agent_id", "created_at"),)
+
+
+class Injection(Base):
+    """A row a session was shown in an injected block, so the session's per-turn recall does not repeat it."""
+
+    __tablename__ = "injections"
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    row_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tier: Mapped[str] = mapped_column(String(8), nullable=False)
+    injected_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_injections_injected_at", "injected_at"),)
 
 
 class TopicCluster(Owned, Base):

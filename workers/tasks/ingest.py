@@ -53,13 +53,13 @@ def embed_pending(self: Task, agent_id: str) -> dict[str, Any]:
 def log_attention(
     self: Task, agent_id: str, hits: list[list[Any]], source: str, at: str | None = None
 ) -> dict[str, int]:
-    """Record retrieval hits [(narrative id, similarity), ...]; `at` (ISO time of the retrieval) makes it idempotent."""
+    """Record retrieval hits [(narrative id, similarity or null)]; `at` (ISO time of retrieval) keeps it idempotent."""
     when = parse_instant(at, "at") if at else utcnow()
     pairs = []
     for i, hit in enumerate(hits):
         if not isinstance(hit, list | tuple) or len(hit) != 2:
             raise InvalidInput(f"hits[{i}]", "must be a pair [narrative_id, similarity]")
-        pairs.append((int(hit[0]), float(hit[1])))
+        pairs.append((int(hit[0]), None if hit[1] is None else float(hit[1])))
     return {"logged": resources_of(self.app).service.log_attention(agent_id, pairs, source, when)}
 
 

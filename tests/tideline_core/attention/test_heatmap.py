@@ -102,4 +102,14 @@ def test_every_hit_is_attributed_to_exactly_the_clusters_holding_it(
         for row in table.rows:
             assert 0 < row.share <= 1 and 1 <= len(row.bar) <= 20
             assert sum(row.sources.values()) == row.hits
-            assert 0 <= row.mean_similarity <= 1 + 1e-9
+            assert row.mean_similarity is None or 0 <= row.mean_similarity <= 1 + 1e-9
+
+
+def test_a_recall_counts_as_a_hit_but_not_in_the_mean_similarity() -> None:
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    hits = [Hit(1, 0.8, "search", at), Hit(1, None, "recall", at), Hit(2, None, "recall", at)]
+    heat = heatmap(hits, {"garden": [1], "river": [2]}, {})
+    rows = {row.cluster: row for row in heat.kind("topic").rows}
+    assert rows["garden"].hits == 2 and rows["garden"].mean_similarity == pytest.approx(0.8)
+    assert rows["river"].hits == 1 and rows["river"].mean_similarity is None
+    assert "| river | 1 | 33% | " in to_markdown(heat) and "| — |" in to_markdown(heat)

@@ -26,7 +26,7 @@ class FakeQueue:
     up: bool = True
     refuse: bool = False
     embeds: list[str] = field(default_factory=list)
-    attention: list[tuple[str, list[tuple[int, float]], str]] = field(default_factory=list)
+    attention: list[tuple[str, list[tuple[int, float | None]], str]] = field(default_factory=list)
     stages: list[tuple[str, str]] = field(default_factory=list)
     rows_seen_at_enqueue: list[int] = field(default_factory=list)
     service: Service | None = None
@@ -41,7 +41,7 @@ class FakeQueue:
         self.embeds.append(agent_id)
         return self.up
 
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float]], source: str) -> bool:
+    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         self.attention.append((agent_id, list(hits), source))
         return self.up
 
@@ -109,7 +109,7 @@ def test_reads_hand_their_hits_to_attention_logging_never_writing_it_themselves(
         ("alice", [kite.id], "cli"),
         ("alice", [kite.id], "recall"),
     ]
-    assert queue.attention[1][1] == [(kite.id, 1.0)]  # asked for directly: full attention
+    assert queue.attention[1][1] == [(kite.id, None)]  # asked for by filter: a hit, but no similarity
 
 
 def test_a_trigger_names_the_stages_there_are_and_says_why_nothing_started(service: Service, queue: FakeQueue) -> None:

@@ -1,0 +1,115 @@
+"""Injected context: the session-start block (T0, T2, T2b, T3) and the per-turn block (T1, T4), with what each
+session was shown remembered so its turns do not repeat it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tideline_core.inject import render, sources, tiers
+from tideline_core.inject.budget import Candidate, Item, fit, spent
+from tideline_core.inputs import InjectIn, PrefetchIn, SearchIn
+from tideline_core.service.base import ServiceParts
+from tideline_core.timeutil import utcnow
+
+SESSION_TITLE = "Tideline memory"
+TURN_TITLE = "Tideline recall"
+REMEMBERED_KINDS = ("narrative", "turn")
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    candidates: Sequence[Candidate]
+    budget: int
+    subtitle: str = ""
+
+
+class InjectOps(ServiceParts):
+    def session_start(self, agent_id: str, request: InjectIn, *, now: datetime | None = None) -> render.Block:
+        """Who the agent is and what matters now, within the budget; the same bytes until what it shows changes."""
+        rules = self.inject.rules
+        now = now or utcnow()
+        # By whole days, so the block does not change from one call to the next within a day.
+        since = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=rules.t2_days)
+        with self.db.snapshot() as conn:
+            src = sources.session_sources(conn, agent_id, since, rules)
+        path, soul = self.soul(agent_id)
+        session, bridge = tiers.bridge(src.day_turns, src.linked_weight, rules)
+        bridge_day = f", {tiers.day(max(t.created_at for t in src.day_turns))}" if src.day_turns else ""
+        budget = request.budget or rules.session_budget
+        scale = budget / rules.session_budget
+        block = self._assemble(
+            SESSION_TITLE,
+            [
+                Tier("T0", tiers.identity(soul, src.self_concept, src.snapshot, src.threads, rules), rules.t0_budget),
+                Tier("T2", tiers.prefetch_pool(src.recent, since, rules), rules.t2_budget),
+                Tier("T2b", bridge, rules.t2b_budget, f"session {session or '(none)'}{bridge_day}"),
+                Tier("T3", tiers.memory_map(src.topics, src.profiles, agent_id, rules), rules.t3_budget),
+            ],
+            budget,
+            scale,
+            notes=[] if soul else [f"no SOUL file at {path}: identity comes from self-concept alone"] if path else [],
+        )
+        self._remember(agent_id, request.session_id, block.items, now)
+        return block
+
+    def prefetch(self, agent_id: str, request: PrefetchIn, *, now: datetime | None = None) -> render.Block:
+        """The memories for this turn (T1, and T4 when T1 finds too few), none this session was already shown.
+
+        The narratives shown are handed to attention logging (source t1 / t4) with their similarity.
+        """
+        rules = self.inject.rules
+        shown: set[tuple[str, int]] = set()
+        if request.session_id:
+            with self.db.read() as conn:
+                shown = sources.shown(conn, agent_id, request.session_id)
+        wanted = min(100, rules.t1_limit + len(shown))
+        search = SearchIn(query=request.query, conversation=request.conversation, limit=wanted)
+        outcome = self.searcher.search(agent_id, search)
+        t1 = tiers.recall(outcome.hits, shown, "T1", rules)
+        budget = request.budget or rules.turn_budget
+        scale = budget / rules.turn_budget
+        notes = [outcome.degraded] if outcome.degraded else []
+        block = self._assemble(TURN_TITLE, [Tier("T1", t1, rules.t1_budget)], budget, scale, notes=notes)
+        if sum(item.tier == "T1" for item in block.items) < rules.t4_below:
+            keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}))
+            taken = shown | {(item.kind, item.id) for item in block.items if item.id is not None}
+            t4 = tiers.recall(keyword.hits, taken, "T4", rules)
+            block = self._assemble(
+                TURN_TITLE,
+                [Tier("T1", t1, rules.t1_budget), Tier("T4", t4, rules.t4_budget)],
+                budget,
+                scale,
+                notes=notes,
+            )
+        similarity = {h.id: h.similarity for h in outcome.hits if h.kind == "narrative"}
+        for tier in ("T1", "T4"):
+            memories = [i.id for i in block.items if i.tier == tier and i.kind == "narrative" and i.id is not None]
+            if memories:
+                self.jobs.log_attention(agent_id, [(n, similarity.get(n)) for n in memories], tier.lower())
+        self._remember(agent_id, request.session_id, block.items, now or utcnow())
+        return block
+
+    def _assemble(
+        self, title: str, plan: Sequence[Tier], budget: int, scale: float, *, notes: Sequence[str]
+    ) -> render.Block:
+        left = budget - render.title_tokens(title)
+        sections: list[str] = []
+        items: list[Item] = []
+        for tier in plan:
+            heading = render.HEADINGS[tier.name] + (f" ({tier.subtitle})" if tier.subtitle else "")
+            chosen = fit(tier.candidates, heading=heading, tier_budget=int(tier.budget * scale), block_left=left)
+            left -= spent(heading, chosen)
+            sections.append(render.section(tier.name, chosen, tier.subtitle))
+            items.extend(chosen)
+        return render.block(title, sections, items, budget, notes)
+
+    def _remember(self, agent_id: str, session_id: str, items: Sequence[Item], now: datetime) -> None:
+        if not session_id:
+            return
+        rows = [(i.tier, i.kind, i.id) for i in items if i.kind in REMEMBERED_KINDS and i.id is not None]
+        if rows:
+            with self.db.write() as conn:
+                sources.remember_shown(conn, agent_id, session_id, rows, now)
