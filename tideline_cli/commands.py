@@ -11,7 +11,7 @@ from typing import Any
 
 from tideline_cli.compose import open_service
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, WriteKey, parse
+from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.settings import Settings
 
 NARRATIVE_FLAGS = (
@@ -115,6 +115,31 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
         if args.explain:
             parts = sorted(h.signals.items(), key=lambda kv: -kv[1])
             print("    " + ("  ".join(f"{name} +{value:.3f}" for name, value in parts) or "no signal"))
+    return 0
+
+
+def cmd_inject(settings: Settings, args: argparse.Namespace) -> int:
+    agent = _agent(settings, args)
+    with open_service(settings) as service:
+        if args.query is not None:
+            request = parse(PrefetchIn, {"query": args.query, "session_id": args.session_id, "budget": args.budget})
+            block = service.prefetch(agent, request)
+        else:
+            block = service.session_start(
+                agent, parse(InjectIn, {"session_id": args.session_id, "budget": args.budget})
+            )
+    if args.json:
+        print(_dump({**asdict(block), "items": [asdict(item) for item in block.items]}))
+        return 0
+    for note in block.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.explain:
+        for item in block.items:
+            where = f"{item.kind}#{item.id}" if item.id is not None else item.kind
+            cut = ", cut" if item.clipped else ""
+            print(f"{item.tier:<3} {where:<18} {item.tokens:>4} tokens{cut}  {item.reason}", file=sys.stderr)
+        print(f"total {block.tokens} of {block.budget} tokens, version {block.version or '-'}", file=sys.stderr)
+    print(block.text, end="")
     return 0
 
 

@@ -154,6 +154,20 @@ def build_parser() -> argparse.ArgumentParser:
     turn.add_argument("--metadata", help="a JSON object")
     turn.add_argument("--created-at", help="ISO date/time (default: now)")
 
+    inject = sub.add_parser(
+        "inject",
+        help="print the session-start block, or with --query the per-turn block",
+        description="Print what an agent would get injected: the session-start block (who it is, what matters "
+        "now, where the last conversation left off, its memory map) or, with --query, the block for one turn. "
+        "Each item's tier and reason go to stderr with --explain; --json prints the structured result.",
+    )
+    _add_agent(inject)
+    inject.add_argument("--query", help="build the per-turn block for this text instead")
+    inject.add_argument("--session", dest="session_id", default="", help="the session it is for (remembered)")
+    inject.add_argument("--budget", type=int, help="token budget (default: TIDELINE_INJECT_SESSION_/TURN_BUDGET)")
+    inject.add_argument("--json", action="store_true", help="print JSON: text, version, tokens, items with reasons")
+    inject.add_argument("--explain", action="store_true", help="list each item's tier, tokens and reason on stderr")
+
     evaluate.add_parser(sub)
     stages.add_parsers(sub)  # one command per dream stage
     return parser
@@ -172,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"invalid settings: {exc}")
     from tideline_cli import commands, processes
 
-    if args.command in ("status", "search", "write") or stages.is_stage(args.command):
+    if args.command in ("status", "search", "write", "inject") or stages.is_stage(args.command):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 

@@ -33,6 +33,8 @@ TOOLS = {
     "memory_soft_clusters",
     "memory_topics",
     "memory_trigger",
+    "memory_inject",
+    "memory_prefetch",
 }
 
 

@@ -156,3 +156,27 @@ def test_an_ingest_worker_gives_each_pool_process_an_equal_share_of_the_cores(mo
     assert model_threads(Settings(embed_threads=0), 4) == 2
     assert model_threads(Settings(embed_threads=0), 16) == 1, "never fewer than one thread"
     assert model_threads(Settings(embed_threads=3), 4) == 3, "TIDELINE_EMBED_THREADS wins"
+
+
+def test_a_script_gets_the_session_start_block_and_a_turns_block_and_can_see_why(cli_env: dict[str, str]) -> None:
+    for n in range(3):
+        written = tideline(
+            cli_env, "write", "--gesture", f"We planned the harbour picnic, try {n}.", "--importance", "5"
+        )
+        assert written.returncode == 0, written.stderr
+    start = tideline(cli_env, "inject")
+    again = tideline(cli_env, "inject", "--json")
+    turn = tideline(cli_env, "inject", "--query", "harbour picnic", "--session", "s1", "--budget", "120", "--explain")
+    repeat = tideline(cli_env, "inject", "--query", "harbour picnic", "--session", "s1", "--json")
+    other = tideline(cli_env, "inject", "--agent", "bob", "--query", "harbour picnic", "--json")
+    too_small = tideline(cli_env, "inject", "--budget", "10")
+    assert start.returncode == 0 and start.stdout.startswith("# Tideline memory · v"), start.stderr
+    assert "no SOUL file at" in start.stderr
+    block = json.loads(again.stdout)
+    assert block["text"] == start.stdout and {item["tier"] for item in block["items"]} >= {"T2"}
+    assert turn.returncode == 0 and turn.stdout.startswith("# Tideline recall"), turn.stderr
+    assert "T1  narrative#" in turn.stderr and "of 120 tokens" in turn.stderr
+    shown_first = {int(line.split("#")[1].split()[0]) for line in turn.stderr.splitlines() if "narrative#" in line}
+    assert shown_first and not shown_first & {item["id"] for item in json.loads(repeat.stdout)["items"]}
+    assert json.loads(other.stdout)["items"] == []
+    assert too_small.returncode != 0 and "budget" in too_small.stderr
