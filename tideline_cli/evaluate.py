@@ -14,7 +14,7 @@ from tideline_core.errors import InvalidInput
 from tideline_core.settings import Settings
 
 if TYPE_CHECKING:
-    from tideline_eval.runner import ModeResult
+    from tideline_eval.runner import InjectResult, ModeResult
 
 MODES = ("keyword", "dense", "hybrid")
 
@@ -57,6 +57,18 @@ def add_parser(sub: Any) -> None:
             metavar="FILE",
             help="keep the embeddings in this SQLite file, so a repeated run of the same texts skips the model "
             "(for iterating; latency figures of a cached run leave out the model pass)",
+        )
+        parser.add_argument(
+            "--inject",
+            action="store_true",
+            help="also build the per-turn block (memory_prefetch) for every question and report the share of its "
+            "evidence inside the block, with the block's mean and p95 size in tokens",
+        )
+        parser.add_argument(
+            "--budget",
+            type=int,
+            metavar="N",
+            help="token budget of the per-turn block with --inject (default: TIDELINE_INJECT_TURN_BUDGET)",
         )
 
 
@@ -137,6 +149,25 @@ def _print_results(results: dict[str, ModeResult], ks: list[int], session: bool)
             print(f"  {'  the rest':<24} p50 {ms['rest_p50']:7.1f} ms   p95 {ms['rest_p95']:7.1f} ms")
 
 
+def _print_inject(result: InjectResult, unit: str) -> None:
+    print(f"\nper-turn block (memory_prefetch, budget {result.budget} tokens)")
+    print(f"  {unit + ' inside the block':<32}{result.evidence_recall:>8.3f}")
+    print(f"  {'tokens':<32}mean {result.tokens_mean:7.1f}   p95 {result.tokens_p95:7.1f}")
+    print(f"  {'items':<32}mean {result.items_mean:7.2f}")
+    ms = result.latency_ms
+    print(f"  {'latency':<32}p50 {ms['p50']:7.1f} ms   p95 {ms['p95']:7.1f} ms   ({result.questions} questions)")
+
+
+def _budget(value: int | None, inject: bool) -> int | None:
+    if value is None:
+        return None
+    if not inject:
+        raise InvalidInput("--budget", "applies to the per-turn block: add --inject")
+    if not 100 <= value <= 32000:
+        raise InvalidInput("--budget", f"must be between 100 and 32000 tokens, got {value}")
+    return value
+
+
 def run(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_core.compose import build_embedder, compose
     from tideline_core.embedding import Embedder
@@ -145,6 +176,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_eval.cache import CachedEmbedder
 
     ks = _ks(args.k)
+    budget = _budget(args.budget, args.inject)
     modes = list(MODES) if args.mode == "all" else [args.mode]
     cache = CachedEmbedder(build_embedder(settings), args.embedding_cache) if args.embedding_cache else None
     embedder: Embedder = cache or build_embedder(settings)
@@ -163,9 +195,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 f"{sum(len(c.questions) for c in chosen)} questions (categories 1-4); embedder {embedder.model}",
                 file=sys.stderr,
             )
-            results = runner.run_locomo(service, chosen, modes, ks, bar)
+            dia_of = runner.load_locomo(service, chosen, bar)
+            results = runner.ask_locomo(service, chosen, dia_of, modes, ks, bar)
             _print_results(results, ks, session=True)
             figures: dict[str, Any] = {mode: r.as_json() for mode, r in results.items()}
+            if args.inject:
+                on_locomo = runner.inject_locomo(service, chosen, dia_of, budget, bar)
+                _print_inject(on_locomo, "evidence turns")
+                figures["inject"] = on_locomo.as_json()
         else:
             if not args.path.is_dir():
                 raise InvalidInput("path", f"{args.path} is not a directory (expected the MADial folder)")
@@ -175,8 +212,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 f"MADial: {len(memories)} memories, {len(dialogues)} dialogues; embedder {embedder.model}",
                 file=sys.stderr,
             )
-            results = runner.run_madial(service, memories, dialogues, modes, ks, bar)
+            memory_of = runner.load_madial(service, memories, bar)
+            results = runner.ask_madial(service, dialogues, memory_of, modes, ks, bar)
             _print_results(results, ks, session=False)
+            injected = runner.inject_madial(service, dialogues, memory_of, budget, bar) if args.inject else None
+            if injected is not None:
+                _print_inject(injected, "relevant memories")
             published = runner.published_recall(madial.load_published(args.path), dialogues, ks)
             if published:
                 print("\npublished top-20 runs of the benchmark, scored the same way")
@@ -184,6 +225,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                     print(_row(system, values, ks))
             figures = {mode: r.as_json() for mode, r in results.items()}
             figures["published"] = {s: {str(k): round(v, 4) for k, v in vals.items()} for s, vals in published.items()}
+            if injected is not None:
+                figures["inject"] = injected.as_json()
         if cache is not None:
             print(f"\nembedding cache {args.embedding_cache}: {cache.misses} texts embedded now", file=sys.stderr)
         if args.json_file:

@@ -15,6 +15,7 @@ from tideline_core.inputs import (
     ContextTurnIn,
     ConversationLine,
     NarrativeIn,
+    PrefetchIn,
     SearchIn,
 )
 from tideline_core.service import Service
@@ -99,6 +100,44 @@ def _query(text: str) -> str:
     return text[-MAX_QUERY:]
 
 
+@dataclass(frozen=True)
+class InjectResult:
+    """How much of each question's evidence the per-turn block holds, and what the block costs."""
+
+    questions: int
+    budget: int
+    evidence_recall: float
+    tokens_mean: float
+    tokens_p95: float
+    items_mean: float
+    latency_ms: dict[str, float]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "questions": self.questions,
+            "budget": self.budget,
+            "evidence_recall": round(self.evidence_recall, 4),
+            "tokens_mean": round(self.tokens_mean, 1),
+            "tokens_p95": self.tokens_p95,
+            "items_mean": round(self.items_mean, 2),
+            "latency_ms": {k: round(v, 2) for k, v in self.latency_ms.items()},
+        }
+
+
+def _inject_result(blocks: Sequence[tuple[float, int, int, float]], budget: int) -> InjectResult:
+    """From (evidence recall, tokens, items, ms) per question."""
+    ms = [b[3] for b in blocks]
+    return InjectResult(
+        questions=len(blocks),
+        budget=budget,
+        evidence_recall=mean([b[0] for b in blocks]),
+        tokens_mean=mean([float(b[1]) for b in blocks]),
+        tokens_p95=percentile([float(b[1]) for b in blocks], 95),
+        items_mean=mean([float(b[2]) for b in blocks]),
+        latency_ms={"p50": percentile(ms, 50), "p95": percentile(ms, 95)},
+    )
+
+
 def run_locomo(
     service: Service,
     conversations: Sequence[locomo.Conversation],
@@ -107,6 +146,13 @@ def run_locomo(
     progress: Progress = _quiet,
 ) -> dict[str, ModeResult]:
     """Turn- and session-level recall@k of each search mode over categories 1–4."""
+    return ask_locomo(service, conversations, load_locomo(service, conversations, progress), modes, ks, progress)
+
+
+def load_locomo(
+    service: Service, conversations: Sequence[locomo.Conversation], progress: Progress = _quiet
+) -> dict[tuple[str, int], str]:
+    """Every turn through the service's write path, embedded; (conversation, turn id) → LoCoMo's dia_id."""
     dia_of: dict[tuple[str, int], str] = {}
     total_turns = sum(len(c.turns) for c in conversations)
     loaded = 0
@@ -127,6 +173,17 @@ def run_locomo(
         loaded += len(turns)
         progress("loading", loaded, total_turns)
     embed_all(service, [conv.sample_id for conv in conversations], progress)
+    return dia_of
+
+
+def ask_locomo(
+    service: Service,
+    conversations: Sequence[locomo.Conversation],
+    dia_of: dict[tuple[str, int], str],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
@@ -164,6 +221,28 @@ def run_locomo(
     return results
 
 
+def inject_locomo(
+    service: Service,
+    conversations: Sequence[locomo.Conversation],
+    dia_of: dict[tuple[str, int], str],
+    budget: int | None,
+    progress: Progress = _quiet,
+) -> InjectResult:
+    """For every question (the query), the per-turn block: the share of its evidence turns inside, and its size."""
+    service.searcher.forget_queries()
+    questions = [(conv, q) for conv in conversations for q in conv.questions]
+    blocks: list[tuple[float, int, int, float]] = []
+    for number, (conv, question) in enumerate(questions, 1):
+        started = time.perf_counter()
+        block = service.prefetch(conv.sample_id, PrefetchIn(query=_query(question.question), budget=budget))
+        took = (time.perf_counter() - started) * 1000
+        shown = [dia_of[(conv.sample_id, i.id)] for i in block.items if i.kind == "turn" and i.id is not None]
+        blocks.append((recall_at(shown, question.evidence, len(shown) or 1), block.tokens, len(block.items), took))
+        if number % 25 == 0 or number == len(questions):
+            progress("per-turn blocks", number, len(questions))
+    return _inject_result(blocks, budget or service.inject.rules.turn_budget)
+
+
 def _memory_time(text: str) -> datetime | None:
     try:
         return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
@@ -196,6 +275,13 @@ def run_madial(
     progress: Progress = _quiet,
 ) -> dict[str, ModeResult]:
     """Recall@k of each search mode: each user's event memories as narratives, each dialogue a query."""
+    return ask_madial(service, dialogues, load_madial(service, memories, progress), modes, ks, progress)
+
+
+def load_madial(
+    service: Service, memories: Sequence[madial.Memory], progress: Progress = _quiet
+) -> dict[tuple[str, int], str]:
+    """Each user's event memories as narratives, embedded; (agent, narrative id) → MADial's memory id."""
     memory_of: dict[tuple[str, int], str] = {}
     for number, memory in enumerate(memories, 1):
         agent = agent_of_user(memory.user)
@@ -213,6 +299,17 @@ def run_madial(
         memory_of[(agent, written.id)] = memory.id
         progress("loading", number, len(memories))
     embed_all(service, sorted({agent for agent, _ in memory_of}), progress)
+    return memory_of
+
+
+def ask_madial(
+    service: Service,
+    dialogues: Sequence[madial.Dialogue],
+    memory_of: dict[tuple[str, int], str],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
@@ -236,6 +333,28 @@ def run_madial(
             latency_ms=clock.latency_ms(),
         )
     return results
+
+
+def inject_madial(
+    service: Service,
+    dialogues: Sequence[madial.Dialogue],
+    memory_of: dict[tuple[str, int], str],
+    budget: int | None,
+    progress: Progress = _quiet,
+) -> InjectResult:
+    """For every dialogue (as recent_turns), the per-turn block: the share of its relevant memories inside, its size."""
+    service.searcher.forget_queries()
+    blocks: list[tuple[float, int, int, float]] = []
+    for number, dialogue in enumerate(dialogues, 1):
+        agent = agent_of_user(dialogue.user)
+        started = time.perf_counter()
+        block = service.prefetch(agent, PrefetchIn(conversation=conversation_of(dialogue), budget=budget))
+        took = (time.perf_counter() - started) * 1000
+        shown = [memory_of[(agent, i.id)] for i in block.items if i.kind == "narrative" and i.id is not None]
+        blocks.append((recall_at(shown, dialogue.relevant, len(shown) or 1), block.tokens, len(block.items), took))
+        if number % 20 == 0 or number == len(dialogues):
+            progress("per-turn blocks", number, len(dialogues))
+    return _inject_result(blocks, budget or service.inject.rules.turn_budget)
 
 
 def published_recall(

@@ -44,9 +44,14 @@ def test_one_locomo_conversation_gets_sane_turn_recall(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, embedder="local", database_url=f"sqlite:///{tmp_path / 'eval.db'}")
     service = compose(settings, jobs=NullJobQueue())
     try:
-        results = runner.run_locomo(service, [conv], ["keyword", "hybrid"], [5, 10])
+        dia_of = runner.load_locomo(service, [conv])
+        results = runner.ask_locomo(service, [conv], dia_of, ["keyword", "hybrid"], [5, 10])
+        injected = runner.inject_locomo(service, [conv], dia_of, budget=400)
     finally:
         service.close()
+    # The per-turn block holds most of each question's evidence and keeps to its budget.
+    assert injected.questions == len(conv.questions) and injected.budget == 400
+    assert injected.evidence_recall >= 0.5 and injected.tokens_p95 <= 400, injected
     hybrid = results["hybrid"]
     assert hybrid.questions == len(conv.questions)
     assert hybrid.recall[10] >= 0.5, hybrid
