@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/ingest_workers.py
 	$(BIN)/python bench/worker_recovery.py
 	$(BIN)/python bench/script_layer.py
+	$(BIN)/python bench/inject.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -145,14 +145,18 @@ def read_topics(conn: Connection, agent_id: str, *, limit: int = 25, sample: int
         .limit(limit)
     ).all()
     members: dict[int, list[int]] = defaultdict(list)
-    if clusters:
-        for cid, nid in conn.execute(
-            select(TopicClusterMember.cluster_id, TopicClusterMember.narrative_id)
-            .where(TopicClusterMember.cluster_id.in_([c.id for c in clusters]))
-            .order_by(TopicClusterMember.narrative_id.desc())
-        ):
-            members[cid].append(nid)
-    return [TopicSummary(c.keyword, c.label, c.size, tuple(members[c.id][:sample])) for c in clusters]
+    # One walk of the primary key per cluster, `sample` rows deep: a large topic holds tens of
+    # thousands of members, and reading them all to keep five cost a third of a second at 100k.
+    for cluster in clusters if sample > 0 else ():
+        members[cluster.id] = list(
+            conn.execute(
+                select(TopicClusterMember.narrative_id)
+                .where(TopicClusterMember.cluster_id == cluster.id)
+                .order_by(TopicClusterMember.narrative_id.desc())
+                .limit(sample)
+            ).scalars()
+        )
+    return [TopicSummary(c.keyword, c.label, c.size, tuple(members[c.id])) for c in clusters]
 
 
 @dataclass(frozen=True)
