@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
@@ -97,6 +97,17 @@ class SearchOutcome:
     unembedded: int = 0  # rows of the searched kinds still without a vector (0 in keyword mode: not needed)
 
 
+@dataclass
+class _Semantic:
+    """What the dense half of a search found: the query vector (None: why not), the model's time, the candidates."""
+
+    vector: np.ndarray | None = None
+    degraded: str | None = None
+    embed_ms: float = 0.0
+    signals: dict[str, dict[Hashable, float]] = field(default_factory=dict)
+    error: Exception | None = None
+
+
 class HybridSearch:
     """Reads the database directly (no worker involved); the query embedding is computed here."""
 
@@ -149,8 +160,12 @@ class HybridSearch:
         total = np.sum([known[t] for t in texts], axis=0)
         return normalize(total), None, took
 
-    def search(self, agent_id: str, params: SearchIn) -> SearchOutcome:
-        """Rank the agent's rows for a question (`params.query`) or a dialogue's recent lines, or both."""
+    def search(self, agent_id: str, params: SearchIn, *, exclude: Collection[Key] = ()) -> SearchOutcome:
+        """Rank the agent's rows for a question (`params.query`) or a dialogue's recent lines, or both.
+
+        `exclude`: (kind, id) of rows to leave out of the ranking (they still lift their neighbours),
+        so the top `params.limit` are all new; cheaper than asking for more and dropping them.
+        """
         lines = list(params.conversation)
         if lines:
             terms = merge_terms(conversation_terms(lines), question_terms(params.query))
@@ -167,27 +182,29 @@ class HybridSearch:
             # everyone, tells nothing apart): the dense view gets the question without the names.
             self.keywords.refresh(agent_id, "context", version)
             texts = [without_names(params.query, self.keywords.speaker_names(agent_id))]
-        degraded = None
-        vector = None
-        embed_ms = 0.0
-        if params.mode in ("hybrid", "dense"):
-            vector, degraded, embed_ms = self._query_vector(texts)
-        mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
-        dense_depth = max(DENSE_DEPTH, params.limit)
         signals: dict[str, dict[Hashable, float]] = {}
-        for kind in kinds:
-            if mode in ("hybrid", "keyword"):
+        semantic = _Semantic()
+        if params.mode == "hybrid":
+            # The model pass and the matrix products release the GIL: they run beside the keyword
+            # scoring, which is Python, instead of after it.
+            worker = threading.Thread(
+                target=self._dense_signals, args=(agent_id, kinds, texts, params, version, semantic), daemon=True
+            )
+            worker.start()
+            for kind in kinds:
                 self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
-            if vector is not None and mode in ("hybrid", "dense"):
-                for view, name in (("base", "dense"), ("ctx", "ctx")):
-                    if name == "ctx" and kind != "context":
-                        continue
-                    found = self.index.search(
-                        agent_id, kind, vector, dense_depth, params.since, params.until, view, version
-                    )
-                    signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
-                    if kind != "context":  # see _keyword_signals: a memory is its own context
-                        signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+            worker.join()
+        elif params.mode == "dense":
+            self._dense_signals(agent_id, kinds, texts, params, version, semantic)
+        if semantic.error is not None:
+            raise semantic.error
+        vector, degraded, embed_ms = semantic.vector, semantic.degraded, semantic.embed_ms
+        mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
+        if mode == "keyword" and params.mode != "hybrid":
+            for kind in kinds:
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
+        for name, found in semantic.signals.items():  # after the keyword views, as the fusion always saw them
+            signals.setdefault(name, {}).update(found)
         now = utcnow()
         windows = [
             w
@@ -199,7 +216,9 @@ class HybridSearch:
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
         scores, parts = combine(signals, weights=weights, floors=FLOORS)
-        scores = self._spread(agent_id, scores, parts, params.limit)
+        scores = self._spread(agent_id, scores, parts, params.limit, exclude)
+        if exclude:
+            scores = {key: value for key, value in scores.items() if key not in exclude}
         ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit)]
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
@@ -214,6 +233,34 @@ class HybridSearch:
             embedded=tuple(texts) if vector is not None else (),
             unembedded=waiting,
         )
+
+    def _dense_signals(
+        self,
+        agent_id: str,
+        kinds: Sequence[str],
+        texts: Sequence[str],
+        params: SearchIn,
+        version: StoreVersion,
+        out: _Semantic,
+    ) -> None:
+        """The query vector and the dense views' candidates, into `out` (an error is kept for the caller)."""
+        try:
+            out.vector, out.degraded, out.embed_ms = self._query_vector(texts)
+            if out.vector is None:
+                return
+            depth = max(DENSE_DEPTH, params.limit)
+            for kind in kinds:
+                for view, name in (("base", "dense"), ("ctx", "ctx")):
+                    if name == "ctx" and kind != "context":
+                        continue
+                    found = self.index.search(
+                        agent_id, kind, out.vector, depth, params.since, params.until, view, version
+                    )
+                    out.signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
+                    if kind != "context":  # see _keyword_signals: a memory is its own context
+                        out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+        except Exception as exc:  # handed over whole: the searching thread raises it as its own
+            out.error = exc
 
     def _keyword_signals(
         self,
@@ -274,13 +321,18 @@ class HybridSearch:
             signals["speaker"] = lifted
 
     def _spread(
-        self, agent_id: str, scores: dict[Hashable, float], parts: dict[Hashable, dict[str, float]], limit: int
+        self,
+        agent_id: str,
+        scores: dict[Hashable, float],
+        parts: dict[Hashable, dict[str, float]],
+        limit: int,
+        exclude: Collection[Key] = (),
     ) -> dict[Hashable, float]:
         if not scores:
             return scores
         # Spreading adds at most GAMMA × the best score, so a candidate further than that below the
         # current limit-th score cannot reach the top: only the others need their neighbours looked up.
-        ordered = sorted(scores.values(), reverse=True)
+        ordered = sorted((v for k, v in scores.items() if k not in exclude), reverse=True) or [0.0]
         reach = ordered[min(limit, len(ordered)) - 1] - GAMMA * ordered[0]
         keys = cast(list[Key], [key for key, value in scores.items() if value >= reach])
         turn_ids = [key[1] for key in keys if key[0] == "context"]

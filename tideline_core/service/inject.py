@@ -16,6 +16,7 @@ from tideline_core.timeutil import utcnow
 SESSION_TITLE = "Tideline memory"
 TURN_TITLE = "Tideline recall"
 REMEMBERED_KINDS = ("narrative", "turn")
+SEARCH_KIND = {"turn": "context"}  # what search calls an item kind
 
 
 @dataclass(frozen=True)
@@ -65,16 +66,16 @@ class InjectOps(ServiceParts):
         if request.session_id:
             with self.db.read() as conn:
                 shown = sources.shown(conn, agent_id, request.session_id)
-        wanted = min(100, rules.t1_limit + len(shown))
-        search = SearchIn(query=request.query, conversation=request.conversation, limit=wanted)
-        outcome = self.searcher.search(agent_id, search)
+        search = SearchIn(query=request.query, conversation=request.conversation, limit=rules.t1_limit)
+        exclude = {(SEARCH_KIND.get(kind, kind), row) for kind, row in shown}
+        outcome = self.searcher.search(agent_id, search, exclude=exclude)
         t1 = tiers.recall(outcome.hits, shown, "T1", rules)
         budget = request.budget or rules.turn_budget
         scale = budget / rules.turn_budget
         notes = [outcome.degraded] if outcome.degraded else []
         block = self._assemble(TURN_TITLE, [Tier("T1", t1, rules.t1_budget)], budget, scale, notes=notes)
         if sum(item.tier == "T1" for item in block.items) < rules.t4_below:
-            keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}))
+            keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}), exclude=exclude)
             taken = shown | {(item.kind, item.id) for item in block.items if item.id is not None}
             t4 = tiers.recall(keyword.hits, taken, "T4", rules)
             block = self._assemble(
