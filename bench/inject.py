@@ -2,6 +2,10 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/inject.py [--sizes 1000,10000,100000] [--rounds 100] [--warmup 10]
 
+numpy's products run on one thread (OMP_NUM_THREADS=1 unless set otherwise), as in bench/write_read.py:
+on two cores, a threaded product and the model pass that runs beside it slow each other down
+(measured: per-turn p95 at 100k 55 ms with OpenBLAS on both cores, against 45-50 ms on one).
+
 Per size: a throwaway SQLite store of one agent, built by bulk SQL (not timed in the figures): N
 synthetic bilingual narratives (bench/synthetic.py) with the weights `scoring` gives their scores,
 their tags and FTS rows, random unit vectors stored as their embeddings of the local model; N/10
@@ -16,8 +20,8 @@ pays its model pass. Timed, after `--warmup` untimed calls of each kind:
   session-start  `session_start` with a new session id per call;
   per-turn new   `prefetch` with a new session id per call (nothing to leave out);
   per-turn 1 ses `prefetch` turn after turn in one session opened by a session start, so what it was
-                 shown piles up and each turn leaves it out (repeat suppression; the search asks for
-                 up to 100 hits).
+                 shown piles up and each turn leaves it out (repeat suppression; the search leaves
+                 those out of its ranking).
 Prints p50/p95 per size beside the targets; asserts nothing.
 """
 
@@ -239,8 +243,8 @@ class ModelClock:
         self._search = searcher.search
         searcher.search = self._search_and_clock  # type: ignore[method-assign]
 
-    def _search_and_clock(self, agent_id: str, params: SearchIn) -> SearchOutcome:
-        outcome = self._search(agent_id, params)
+    def _search_and_clock(self, agent_id: str, params: SearchIn, **options: Any) -> SearchOutcome:
+        outcome = self._search(agent_id, params, **options)
         self.ms += outcome.embed_ms
         return outcome
 
