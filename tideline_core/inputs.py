@@ -220,6 +220,14 @@ class ConversationLine(_Input):
         return value
 
 
+def _query_or_lines(value: str, info: ValidationInfo) -> str:
+    """A query, unless the conversation's recent lines stand in for it."""
+    # A conversation that failed its own rules is reported as such, not as a missing query too.
+    if not value and "conversation" in info.data and not info.data["conversation"]:
+        raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
+    return value
+
+
 class SearchIn(_Input):
     # `conversation` comes first so the query's check below can see it.
     conversation: list[ConversationLine] = Field(default_factory=list, max_length=MAX_CONVERSATION)
@@ -230,13 +238,7 @@ class SearchIn(_Input):
     since: Instant = None
     until: Instant = None
 
-    @field_validator("query", mode="after")
-    @classmethod
-    def _something_to_find(cls, value: str, info: ValidationInfo) -> str:
-        # A conversation that failed its own rules is reported as such, not as a missing query too.
-        if not value and "conversation" in info.data and not info.data["conversation"]:
-            raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
-        return value
+    _something_to_find = field_validator("query", mode="after")(_query_or_lines)
 
 
 MIN_BUDGET, MAX_BUDGET = 100, 32_000
@@ -258,12 +260,7 @@ class PrefetchIn(_Input):
     session_id: str = Field(default="", max_length=256)
     budget: Budget | None = None
 
-    @field_validator("query", mode="after")
-    @classmethod
-    def _something_to_recall(cls, value: str, info: ValidationInfo) -> str:
-        if not value and "conversation" in info.data and not info.data["conversation"]:
-            raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
-        return value
+    _something_to_recall = field_validator("query", mode="after")(_query_or_lines)
 
 
 # --- reads ---------------------------------------------------------------------------------

@@ -10,10 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_service import FakeQueue
+from service_helpers import FakeQueue
 
 from tideline_core.compose import compose
-from tideline_core.embedding import NoEmbedder
 from tideline_core.embedding.local import LocalE5Embedder
 from tideline_core.inputs import (
     ContextTurnIn,
@@ -31,20 +30,6 @@ from tideline_core.settings import Settings
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 HEAVY = {"importance": 5, "emotional": 5, "unresolved": 5}
 LIGHT = {"importance": 1, "emotional": 1, "unresolved": 1}
-
-
-@pytest.fixture
-def queue() -> FakeQueue:
-    return FakeQueue()
-
-
-@pytest.fixture
-def service(tmp_path: Path, queue: FakeQueue) -> Iterator[Service]:
-    settings = Settings(home=tmp_path, embedder="none", database_url=f"sqlite:///{tmp_path / 'memory.db'}")
-    built = compose(settings, jobs=queue, embedder=NoEmbedder())
-    queue.service = built
-    yield built
-    built.close()
 
 
 def soul_of(tmp_path: Path, agent: str) -> Path:

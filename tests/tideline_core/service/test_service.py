@@ -2,74 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import pytest
-from sqlalchemy import func, select
+from service_helpers import FakeQueue
 
-from tideline_core.compose import compose
 from tideline_core.dream.runs import recent_runs
-from tideline_core.embedding import NoEmbedder
 from tideline_core.errors import BrokerUnavailable, Conflict, InvalidInput
 from tideline_core.inputs import ContextTurnIn, NarrativeIn, RecallQuery, SearchIn
 from tideline_core.service import Service
-from tideline_core.settings import Settings
-from tideline_core.store.schema import ContextTurn, Narrative
-
-
-@dataclass
-class FakeQueue:
-    """A job queue that records what it is asked, and can be told to be down or to refuse stages."""
-
-    up: bool = True
-    refuse: bool = False
-    embeds: list[str] = field(default_factory=list)
-    attention: list[tuple[str, list[tuple[int, float | None]], str]] = field(default_factory=list)
-    stages: list[tuple[str, str]] = field(default_factory=list)
-    rows_seen_at_enqueue: list[int] = field(default_factory=list)
-    service: Service | None = None
-
-    def embed(self, agent_id: str, *, again: bool = False) -> bool:
-        assert self.service is not None
-        # What a worker would find if it ran right now: the write must already be committed.
-        with self.service.db.read() as conn:
-            stored = conn.execute(select(func.count()).select_from(Narrative)).scalar_one()
-            stored += conn.execute(select(func.count()).select_from(ContextTurn)).scalar_one()
-        self.rows_seen_at_enqueue.append(stored)
-        self.embeds.append(agent_id)
-        return self.up
-
-    def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
-        self.attention.append((agent_id, list(hits), source))
-        return self.up
-
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
-        if self.refuse:
-            raise Conflict(f"nightly dream for agent {agent_id} is running; try again later")
-        self.stages.append((agent_id, stage))
-        return f"task-{len(self.stages)}" if self.up else None
-
-    def queue_depths(self) -> dict[str, int] | None:
-        return {"ingest": 0, "dream": 0} if self.up else None
-
-    def workers(self) -> dict[str, list[str]] | None:
-        return {"ingest@here": ["ingest"]} if self.up else None
-
-
-@pytest.fixture
-def queue() -> FakeQueue:
-    return FakeQueue()
-
-
-@pytest.fixture
-def service(tmp_path: Path, queue: FakeQueue) -> Iterator[Service]:
-    settings = Settings(home=tmp_path, embedder="none", database_url=f"sqlite:///{tmp_path / 'memory.db'}")
-    built = compose(settings, jobs=queue, embedder=NoEmbedder())
-    queue.service = built
-    yield built
-    built.close()
 
 
 def test_a_write_is_committed_before_its_embedding_is_queued(service: Service, queue: FakeQueue) -> None:
