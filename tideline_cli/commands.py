@@ -60,6 +60,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
                     "last_task_events": [asdict(e) for e in report.last_task_errors],
                     "dream_runs": [asdict(r) for r in report.dream_runs],
                     "notice": report.notice,
+                    "soul_path": report.soul_path,
+                    "soul_found": report.soul_found,
                 }
             )
         )
@@ -79,6 +81,9 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
     if report.notice:
         print(f"  note: {report.notice}")
+    if report.soul_path:
+        missing = "" if report.soul_found else " (missing: identity from self-concept alone)"
+        print(f"  SOUL file: {report.soul_path}{missing}")
     for e in report.last_task_errors:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
     for r in report.dream_runs:

@@ -172,6 +172,8 @@ def test_a_script_gets_the_session_start_block_and_a_turns_block_and_can_see_why
     too_small = tideline(cli_env, "inject", "--budget", "10")
     assert start.returncode == 0 and start.stdout.startswith("# Tideline memory · v"), start.stderr
     assert "no SOUL file at" in start.stderr
+    status = json.loads(tideline(cli_env, "status", "--json").stdout)
+    assert status["soul_found"] is False and status["soul_path"].endswith("agents/alice/SOUL.md")
     block = json.loads(again.stdout)
     assert block["text"] == start.stdout and {item["tier"] for item in block["items"]} >= {"T2"}
     assert turn.returncode == 0 and turn.stdout.startswith("# Tideline recall"), turn.stderr
