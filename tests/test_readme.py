@@ -55,3 +55,13 @@ def test_every_setting_is_in_the_readme() -> None:
         if not any(f"`{alias}`" in README or f"`{alias}`," in README or alias in README for alias in aliases):
             missing.append(name)
     assert not missing, f"README lacks settings: {missing}"
+
+
+def test_the_example_environment_file_lists_every_setting() -> None:
+    example = (Path(__file__).resolve().parent.parent / "deploy" / "env.example").read_text(encoding="utf-8")
+    missing = [
+        name
+        for name, field in Settings.model_fields.items()
+        if not any(alias in example for alias in getattr(field.validation_alias, "choices", [name]))
+    ]
+    assert not missing, f"deploy/env.example lacks settings: {missing}"
