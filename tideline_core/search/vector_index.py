@@ -81,6 +81,12 @@ class VectorIndex:
                 shard = self._shards[(agent_id, kind, view)] = _Shard(model=self.model)
             return shard
 
+    def rows(self, agent_id: str, kind: str, view: str = "base") -> int:
+        """Rows the index holds for the agent's `kind` in `view` as of its last refresh (0 before the first)."""
+        with self._guard:
+            shard = self._shards.get((agent_id, kind, view))
+        return shard.size if shard is not None else 0
+
     def refresh(self, agent_id: str, kind: str, view: str = "base", version: StoreVersion | None = None) -> _Shard:
         """Absorb vectors written since the last refresh; skipped when `version` (read by the caller
         before this call) equals the one seen at the last refresh and no older id is still awaited:

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
-from tideline_core.search import vector_index
+from tideline_core.search import hybrid, vector_index
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database
@@ -302,3 +302,34 @@ def test_the_indexes_reload_only_when_something_was_written_and_then_see_it_at_o
     embed_pending(db, embedder)
     assert [h.id for h in search(svc, query="kitten Miso", kinds="context", mode="dense")][:1] == later
     assert len(loads) > first
+
+
+def test_a_large_store_ranks_the_same_with_its_dense_half_beside_the_keyword_half(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record(db, "alice", "s1", [("Ann", f"We walked the dog past the {w} by the river") for w in ("mill", "bridge")])
+    record(db, "alice", "s2", [("Bob", "The river flooded the mill road"), ("Ann", "Dogs love the bridge")])
+    with db.write() as conn:
+        insert_narrative(conn, "alice", NarrativeIn(gesture="A long walk with the dog along the river"))
+    svc = service(db, WordsEmbedder())
+    questions = [
+        {"query": "dog walk by the river"},
+        {"query": "mill", "kinds": "context"},
+        {"conversation": [{"speaker": "Ann", "text": "the bridge over the river"}]},
+    ]
+    one_after_the_other = [svc.search("alice", parse(SearchIn, q)) for q in questions]
+    monkeypatch.setattr(hybrid, "OVERLAP_ROWS", 0)  # every store counts as large
+    side_by_side = [svc.search("alice", parse(SearchIn, q)) for q in questions]
+    for sequential, overlapped in zip(one_after_the_other, side_by_side, strict=True):
+        assert overlapped.mode == sequential.mode == "hybrid"
+        assert [(h.kind, h.id, h.score, h.signals) for h in overlapped.hits] == [
+            (h.kind, h.id, h.score, h.signals) for h in sequential.hits
+        ]
+
+    def fails(texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        raise RuntimeError("the model crashed")
+
+    monkeypatch.setattr(svc.embedder, "queries", fails)
+    svc.forget_queries()
+    with pytest.raises(RuntimeError, match="the model crashed"):
+        svc.search("alice", parse(SearchIn, {"query": "a question nobody asked"}))
