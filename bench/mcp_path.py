@@ -7,10 +7,11 @@ cache), loads `--narratives` synthetic narratives through the service and waits 
 ingest worker has embedded them. Three clients then take turns call by call, so all three see the
 same machine: in-process (`mcp.Client` on a server object in this process), stdio (`tideline serve`
 as a subprocess, as an agent runtime starts it) and streamable HTTP (the stack's own server). Each
-makes `--calls` writes and `--calls` hybrid searches (every query new, so every search pays its
-model pass), first with the stack idle, then with the ingest worker kept busy by a backlog of at
-least `--backlog` context turns. Prints p50/p95 per call, the ratio to in-process in the same
-state, and the resident memory of the two server processes. Asserts nothing.
+makes `--calls` writes, `--calls` hybrid searches and `--calls` per-turn blocks (`memory_prefetch`,
+one session per transport; every query new, so every search pays its model pass), first with the
+stack idle, then with the ingest worker kept busy by a backlog of at least `--backlog` context turns.
+Prints p50/p95 per call, the ratio to in-process in the same state, and the resident memory of the
+two server processes. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class Figures:
     write_p95: float
     search_p50: float
     search_p95: float
+    prefetch_p50: float
+    prefetch_p95: float
 
 
 def query(i: int, salt: str) -> str:
@@ -66,10 +69,13 @@ def query(i: int, salt: str) -> str:
 class Samples:
     writes: list[float]
     searches: list[float]
+    prefetches: list[float]
 
     def figures(self) -> Figures:
-        w, q = self.writes, self.searches
-        return Figures(statistics.median(w), pct(w, 95), statistics.median(q), pct(q, 95))
+        w, q, p = self.writes, self.searches, self.prefetches
+        return Figures(
+            statistics.median(w), pct(w, 95), statistics.median(q), pct(q, 95), statistics.median(p), pct(p, 95)
+        )
 
 
 async def timed(client: Client, tool: str, arguments: dict[str, Any], into: list[float]) -> None:
@@ -86,7 +92,8 @@ async def drive(clients: dict[str, Client], calls: int, salt: str) -> dict[str, 
         for i in range(10):
             await client.call_tool("memory_write", {"gesture": rows[i]["gesture"], "tags": rows[i]["tags"]})
             await client.call_tool("memory_search", {"query": query(i, f"warm{salt}{name}")})
-    samples = {name: Samples([], []) for name in clients}
+            await client.call_tool("memory_prefetch", {"query": query(i, f"warmp{salt}{name}")})
+    samples = {name: Samples([], [], []) for name in clients}
     names = list(clients)
     for i in range(calls):
         row = rows[10 + i]
@@ -96,6 +103,9 @@ async def drive(clients: dict[str, Client], calls: int, salt: str) -> dict[str, 
             await timed(
                 clients[name], "memory_search", {"query": query(i, salt + name), "limit": 10}, samples[name].searches
             )
+            # The per-turn block as a runtime asks for it: its own words, one session per transport.
+            turn = {"query": query(i, f"turn{salt}{name}"), "session_id": f"{salt}-{name}"}
+            await timed(clients[name], "memory_prefetch", turn, samples[name].prefetches)
     return {name: s.figures() for name, s in samples.items()}
 
 
@@ -254,16 +264,20 @@ def report(runs: dict[str, Any], lowest_backlog: int, args: argparse.Namespace) 
     print(f"busy: the ingest worker had at least {lowest_backlog} context turns waiting throughout")
     print(
         f"{'state':<5} {'transport':<10} {'write p50':>9} {'p95':>6} {'search p50':>10} {'p95':>6}"
-        f" {'÷ in-process (write / search p50)':>34} {'server RSS / anon / peak MiB':>29}"
+        f" {'prefetch p50':>12} {'p95':>6} {'÷ in-process (write / search / prefetch p50)':>45}"
+        f" {'server RSS / anon / peak MiB':>29}"
     )
     for state, (figures, memory) in runs.items():
         base = figures["in-process"]
         for transport, f in figures.items():
-            ratio = f"{f.write_p50 / base.write_p50:.2f} / {f.search_p50 / base.search_p50:.2f}"
+            ratio = (
+                f"{f.write_p50 / base.write_p50:.2f} / {f.search_p50 / base.search_p50:.2f}"
+                f" / {f.prefetch_p50 / base.prefetch_p50:.2f}"
+            )
             rss = "{:.0f} / {:.0f} / {:.0f}".format(*memory[transport]) if transport in memory else "-"
             print(
                 f"{state:<5} {transport:<10} {f.write_p50:>9.2f} {f.write_p95:>6.2f} {f.search_p50:>10.2f}"
-                f" {f.search_p95:>6.2f} {ratio:>34} {rss:>29}"
+                f" {f.search_p95:>6.2f} {f.prefetch_p50:>12.2f} {f.prefetch_p95:>6.2f} {ratio:>45} {rss:>29}"
             )
 
 
