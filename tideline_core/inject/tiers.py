@@ -12,7 +12,7 @@ T3  memory map        the largest topic clusters (up to 25), pinned profiles in 
 T1  per-turn recall   hybrid search over narratives and turns, in its ranking, leaving out what
                       this session was already shown
 T4  keyword fallback  when T1 holds fewer than 2, keyword search on the query's terms
-Every number is a setting (`InjectRules`).
+Every number is in `InjectRules`; all but `thread_limit`, `t2_pool` and `t4_below` come from settings.
 """
 
 from __future__ import annotations
