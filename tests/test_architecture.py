@@ -138,8 +138,8 @@ def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None
     assert edges("package").get("tideline_eval", set()) <= {"tideline_core"}
     # The server reaches the workers only through the job queue adapter, in its composition root.
     assert importers("mcp_server", "workers") == ["mcp_server.app"]
-    # The CLI starts the server as a process; no command shares the server's code.
-    assert importers("tideline_cli", "mcp_server") == ["tideline_cli.processes"]
+    # The CLI starts the server as a process (`python -m mcp_server`); no command imports its code.
+    assert importers("tideline_cli", "mcp_server") == []
     # The runtime provider is an edge of its own: the service, and the job queue in its composition.
     assert edges("package").get("tideline_provider", set()) <= {"tideline_core", "workers"}
     assert importers("tideline_provider", "workers") == ["tideline_provider.provider"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +21,13 @@ def cmd_up(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    # A search's products are matrix-vector (memory-bound) and run beside the model's own threads:
-    # a BLAS thread per core only slows both (per-turn p95 at 100k: 55 ms against 45-50 on one).
-    # Set before numpy is first imported, which is what reads it; an explicit setting wins.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from mcp_server.app import run
-
-    update: dict[str, Any] = {}
+    """Become the MCP server process (`python -m mcp_server`): the CLI starts it, it shares none of its code."""
     if args.host:
-        update["http_host"] = args.host
+        os.environ["TIDELINE_HTTP_HOST"] = args.host
     if args.port:
-        update["http_port"] = args.port
-    run(settings.model_copy(update=update), transport="http" if args.http else "stdio")
-    return 0
+        os.environ["TIDELINE_HTTP_PORT"] = str(args.port)
+    # exec, not a child: the runtime's stdio pipes, the pid it watches and its signals stay the server's.
+    os.execv(sys.executable, [sys.executable, "-m", "mcp_server", "serve", *(["--http"] if args.http else [])])
 
 
 def _prepare_worker_side(settings: Settings) -> Any:
