@@ -119,9 +119,7 @@ def shown(conn: Connection, agent_id: str, session_id: str) -> set[tuple[str, in
 def remember_shown(
     conn: Connection, agent_id: str, session_id: str, items: Iterable[tuple[str, str, int]], now: datetime
 ) -> None:
-    """Remember (tier, kind, id) as shown to the session (a row shown before keeps its first record);
-    forget what sessions were shown over 30 days ago."""
-    conn.execute(delete(Injection).where(Injection.injected_at < now - KEEP_INJECTIONS))
+    """Remember (tier, kind, id) as shown to the session at `now` (a row shown before keeps its first record)."""
     first_tier: dict[tuple[str, int], str] = {}
     for tier, kind, row_id in items:
         first_tier.setdefault((kind, row_id), tier)
@@ -141,3 +139,8 @@ def remember_shown(
     # Two server processes may show a session the same row at once: the second insert is a no-op.
     statement = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Injection)
     conn.execute(statement.on_conflict_do_nothing(), values)
+
+
+def forget_shown(conn: Connection, now: datetime) -> int:
+    """Forget what sessions were shown over 30 days before `now` (a session that old is over); how many rows."""
+    return conn.execute(delete(Injection).where(Injection.injected_at < now - KEEP_INJECTIONS)).rowcount

@@ -73,18 +73,13 @@ class InjectOps(ServiceParts):
         budget = request.budget or rules.turn_budget
         scale = budget / rules.turn_budget
         notes = [outcome.degraded] if outcome.degraded else []
-        block = self._assemble(TURN_TITLE, [Tier("T1", t1, rules.t1_budget)], budget, scale, notes=notes)
-        if sum(item.tier == "T1" for item in block.items) < rules.t4_below:
+        plan = [Tier("T1", t1, rules.t1_budget)]
+        block = self._assemble(TURN_TITLE, plan, budget, scale, notes=notes)
+        if len(block.items) < rules.t4_below:
             keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}), exclude=exclude)
             taken = shown | {(item.kind, item.id) for item in block.items if item.id is not None}
-            t4 = tiers.recall(keyword.hits, taken, "T4", rules)
-            block = self._assemble(
-                TURN_TITLE,
-                [Tier("T1", t1, rules.t1_budget), Tier("T4", t4, rules.t4_budget)],
-                budget,
-                scale,
-                notes=notes,
-            )
+            plan.append(Tier("T4", tiers.recall(keyword.hits, taken, "T4", rules), rules.t4_budget))
+            block = self._assemble(TURN_TITLE, plan, budget, scale, notes=notes)
         similarity = {h.id: h.similarity for h in outcome.hits if h.kind == "narrative"}
         for tier in ("T1", "T4"):
             memories = [i.id for i in block.items if i.tier == tier and i.kind == "narrative" and i.id is not None]

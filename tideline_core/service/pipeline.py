@@ -15,9 +15,11 @@ from tideline_core import ingest
 from tideline_core.attention import log_hits
 from tideline_core.dream.registry import stage_named
 from tideline_core.dream.runs import agents_with_narratives, day_of, expire_running, run_stage
+from tideline_core.inject import sources
 from tideline_core.inputs import ContextTurnIn
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import embeddings, events, turns
+from tideline_core.timeutil import utcnow
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,10 @@ class PipelineOps(ServiceParts):
     def reconcile(self, *, pending_before: datetime, stale_stages_before: datetime) -> ReconcileReport:
         """The outbox sweep: queue embedding again for rows pending since before `pending_before` (unless the
         deployment is keyword-only), and mark dream stages still 'running' since before
-        `stale_stages_before` as failed (their worker is gone)."""
+        `stale_stages_before` as failed (their worker is gone); and forget what sessions were shown a month ago."""
         with self.db.write() as conn:
             interrupted = expire_running(conn, started_before=stale_stages_before)
+            sources.forget_shown(conn, utcnow())
         with self.db.read() as conn:
             waiting = embeddings.pending_agents(conn, older_than=pending_before)
         agents = tuple(sorted({agent for _kind, agent, _count in waiting})) if self.embeds else ()

@@ -26,6 +26,7 @@ from tideline_core.inputs import (
 )
 from tideline_core.service import Service
 from tideline_core.settings import Settings
+from tideline_core.timeutil import utcnow
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 HEAVY = {"importance": 5, "emotional": 5, "unresolved": 5}
@@ -278,3 +279,14 @@ def test_each_turns_recall_finds_by_meaning_through_a_remote_embedding_service(
     assert [source for _agent, _hits, source in queue.attention] == ["t1"]
     ((_, similarity),) = [hit for hit in queue.attention[0][1] if hit[0] == wedding.id]
     assert similarity is not None and 0.0 < similarity < 1.0
+
+
+def test_what_a_session_was_shown_a_month_ago_is_forgotten_by_the_reconcile_sweep(service: Service) -> None:
+    memory = service.write_narrative("alice", NarrativeIn(gesture="We repainted the garden fence green"))
+    long_ago = utcnow() - timedelta(days=31)
+    shown = service.prefetch("alice", PrefetchIn(query="garden fence", session_id="s1"), now=long_ago)
+    assert ids_of(shown, "narrative") == [memory.id]
+    assert service.prefetch("alice", PrefetchIn(query="garden fence", session_id="s1")).items == ()
+    service.reconcile(pending_before=long_ago, stale_stages_before=long_ago)
+    again = service.prefetch("alice", PrefetchIn(query="garden fence", session_id="s1"))
+    assert ids_of(again, "narrative") == [memory.id]
