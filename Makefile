@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/worker_recovery.py
 	$(BIN)/python bench/script_layer.py
 	$(BIN)/python bench/inject.py
+	$(BIN)/python bench/token_estimate.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from pathlib import Path
@@ -12,9 +11,14 @@ import pytest
 from tideline_core.inject.tokens import MARK, clip, estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-import synthetic
+import token_estimate
 
-EVAL = Path(__file__).resolve().parents[4] / "shared" / "eval"
+CORPORA = (
+    "LoCoMo turns (English)",
+    "MADial dialogues (Chinese)",
+    "synthetic memories (mixed)",
+    "synthetic turns (mixed)",
+)
 
 
 def deepseek_count() -> object:
@@ -22,62 +26,10 @@ def deepseek_count() -> object:
     return lambda text: len(tokenizer.ds_token.encode(text, add_special_tokens=False))
 
 
-def locomo_turns() -> list[str]:
-    path = EVAL / "locomo" / "locomo_dev.json"
-    if not path.exists():
-        return []
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("text"), str) and "speaker" in node:
-                found.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(path.read_text()))
-    return found
-
-
-def madial_lines() -> list[str]:
-    path = EVAL / "madial-zh" / "MADial-Bench-zh-dialogue.json"
-    if not path.exists():
-        return []
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, str) and len(node) > 3:
-            found.append(node)
-        elif isinstance(node, dict):
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            walk(json.loads(line))
-    return found
-
-
-CORPORA = {
-    "LoCoMo turns (English)": locomo_turns,
-    "MADial dialogues (Chinese)": madial_lines,
-    "synthetic narratives (mixed)": lambda: [
-        r["gesture"] + " " + r["context"] for r in synthetic.narratives(400, seed=3)
-    ],
-    "synthetic turns (mixed)": lambda: [r["content"] for r in synthetic.context_turns(400, seed=3)],
-}
-
-
-@pytest.mark.parametrize("corpus", list(CORPORA))
+@pytest.mark.parametrize("corpus", CORPORA)
 def test_the_estimate_of_a_block_is_within_15_percent_of_deepseeks_count(corpus: str) -> None:
     count = deepseek_count()
-    texts = CORPORA[corpus]()
+    texts = token_estimate.corpora().get(corpus)
     if not texts:
         pytest.skip(f"{corpus}: ../shared/eval is not on this machine")
     rng = random.Random(7)
