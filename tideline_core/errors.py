@@ -5,9 +5,12 @@ TidelineError
 ├── NotFound                a referenced row does not exist for this agent
 ├── Conflict                the operation cannot run now (a lock is held, a stage is running)
 ├── ConfigurationError      settings that cannot work together
+├── LLMOutputInvalid        the LLM's answer broke its schema even after the repair retry; nothing applied
+├── BudgetExhausted         the agent's LLM token budget (per run or per day) is spent
 └── TransientError          worth retrying later
     ├── EmbedderUnavailable the embedding backend failed or timed out
-    └── BrokerUnavailable   the Celery broker could not take a message
+    ├── BrokerUnavailable   the Celery broker could not take a message
+    └── LLMUnavailable      the LLM endpoint failed, timed out or kept answering 429/5xx
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ class ConfigurationError(TidelineError):
     """Settings that cannot work together."""
 
 
+class LLMOutputInvalid(TidelineError):
+    """The LLM's answer was not valid JSON for its schema, even after one repair request."""
+
+
+class BudgetExhausted(TidelineError):
+    """The agent's LLM token budget for this run or this day is spent; the stage stops, nothing half-applied."""
+
+
 class TransientError(TidelineError):
     """A failure that may pass on its own; tasks retry these and only these."""
 
@@ -48,3 +59,7 @@ class EmbedderUnavailable(TransientError):
 
 class BrokerUnavailable(TransientError):
     """The Celery broker refused or did not answer a publish."""
+
+
+class LLMUnavailable(TransientError):
+    """The LLM endpoint refused, timed out, or answered 429/5xx on every attempt."""
