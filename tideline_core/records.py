@@ -29,6 +29,8 @@ class NarrativeRecord:
     created_at: datetime
     embedding_state: str
     amendments: tuple[str, ...] = ()
+    origin: str = "agent"  # agent | llm | extractive
+    superseded_by: int | None = None  # a dream merge kept this narrative (readable, left out of search)
 
 
 @dataclass(frozen=True)

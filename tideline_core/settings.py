@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -57,6 +58,13 @@ class Settings(BaseSettings):
     llm_url: str | None = Field(default=None, validation_alias=_env("LLM_URL"))
     llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
     llm_api_key: str | None = Field(default=None, validation_alias=_env("LLM_API_KEY"))
+    llm_timeout: float = Field(default=120.0, gt=0, le=3600, validation_alias=_env("LLM_TIMEOUT"))
+    # Attempts per request on 429 / 5xx / connection errors, with exponential backoff between them.
+    llm_max_attempts: int = Field(default=4, ge=1, le=20, validation_alias=_env("LLM_MAX_ATTEMPTS"))
+    llm_temperature: float = Field(default=0.2, ge=0, le=2, validation_alias=_env("LLM_TEMPERATURE"))
+    # Tokens (prompt + completion, as the endpoint reports them) one agent may spend: per stage run, per UTC day.
+    llm_run_tokens: int = Field(default=60_000, ge=1_000, validation_alias=_env("LLM_RUN_TOKENS"))
+    llm_day_tokens: int = Field(default=300_000, ge=1_000, validation_alias=_env("LLM_DAY_TOKENS"))
 
     http_host: str = Field(default="127.0.0.1", validation_alias=_env("HTTP_HOST"))
     http_port: int = Field(default=8765, validation_alias=_env("HTTP_PORT"))
@@ -88,7 +96,14 @@ class Settings(BaseSettings):
     inject_t2b_turns: int = Field(default=6, ge=0, le=100, validation_alias=_env("INJECT_T2B_TURNS"))
     inject_t2b_chars: int = Field(default=400, ge=20, le=20000, validation_alias=_env("INJECT_T2B_CHARS"))
     inject_t3_topics: int = Field(default=25, ge=0, le=200, validation_alias=_env("INJECT_T3_TOPICS"))
-    dream_hour_utc: int = Field(default=3, ge=0, le=23, validation_alias=_env("DREAM_HOUR_UTC"))
+    # The nightly dream starts at this local time (HH:MM) in this IANA time zone.
+    dream_at: str = Field(
+        default="03:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", validation_alias=_env("DREAM_AT")
+    )
+    dream_timezone: str = Field(default="UTC", validation_alias=_env("DREAM_TIMEZONE"))
+    # Search returns what the dream extracted from conversation search already covers: session digests and
+    # extractive memories. Off: measured on LoCoMo and MADial, they took places from the turns they repeat.
+    dream_extracts_in_search: bool = Field(default=False, validation_alias=_env("DREAM_EXTRACTS_IN_SEARCH"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 
     @classmethod
@@ -102,6 +117,15 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Keyword arguments (by field name) first, then the environment by documented names; no .env file.
         return init_settings, _DocumentedNames(settings_cls)
+
+    @field_validator("dream_timezone", mode="after")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"must be an IANA time zone name such as UTC or Asia/Shanghai, got {value!r}") from None
+        return value
 
     @field_validator("home", "model_cache", mode="after")
     @classmethod

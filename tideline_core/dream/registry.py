@@ -17,10 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tideline_core.dream.plan import Plan
 from tideline_core.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from tideline_core.dream.asking import StageLLM
     from tideline_core.embedding import Embedder
+    from tideline_core.llm import ChatLLM
     from tideline_core.store.database import Database
 
 MAX_PROBLEMS = 20  # entity-parse problems listed in a result; the count covers all of them
@@ -28,18 +31,30 @@ MAX_PROBLEMS = 20  # entity-parse problems listed in a result; the count covers 
 
 @dataclass(frozen=True)
 class StageContext:
-    """What a stage may use: the store, the embedder (None when the deployment is keyword-only), and
-    the known persons ({alias or name, lower-cased: canonical name})."""
+    """What a stage may use: the store, the embedder (None when the deployment is keyword-only), the
+    known persons ({alias or name, lower-cased: canonical name}) and the LLM (None: none configured).
+
+    The runner fills the per-run part: the day the run is filed under, and `ask`, the LLM with this
+    run's token budget (None without an LLM).
+    """
 
     db: Database
     embedder: Embedder | None
     known_persons: Mapping[str, str] = field(default_factory=dict)
+    llm: ChatLLM | None = None
+    llm_run_tokens: int = 60_000
+    llm_day_tokens: int = 300_000
+    day: str = ""
+    ask: StageLLM | None = None
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)
 class StageOutput:
     figures: dict[str, Any]  # JSON values: recorded in dream_runs and returned to whoever started the stage
     report: str = ""  # Markdown for people, returned but not recorded
+    plan: Plan = field(default_factory=Plan)  # what to change in memory: applied with the run's record
+    skipped: str = ""  # why the stage did nothing (no LLM configured, the token budget spent)
 
 
 @dataclass(frozen=True)
@@ -79,11 +94,17 @@ def scan(ctx: StageContext, agent_id: str) -> StageOutput:
     return StageOutput(figures, scanner.to_markdown(report))
 
 
-def refresh(ctx: StageContext, agent_id: str) -> StageOutput:
-    from tideline_core.dream.weights.store import refresh_weights
+def solidify(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.solidify.stage import solidify as run
 
-    report = refresh_weights(ctx.db, agent_id)
-    return StageOutput({"narratives": report.narratives, "changed": report.changed})
+    return run(ctx, agent_id)
+
+
+def refresh(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.weights.store import refresh_plan
+
+    narratives, plan = refresh_plan(ctx.db, agent_id)
+    return StageOutput({"narratives": narratives, "changed": len(plan)}, plan=plan)
 
 
 def recluster(ctx: StageContext, agent_id: str) -> StageOutput:
@@ -114,6 +135,24 @@ def graph(ctx: StageContext, agent_id: str) -> StageOutput:
     )
 
 
+def comb(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.comb import comb as run
+
+    return run(ctx, agent_id)
+
+
+def drift(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.drift import drift as run
+
+    return run(ctx, agent_id)
+
+
+def symbolic(ctx: StageContext, agent_id: str) -> StageOutput:
+    from tideline_core.dream.symbolic import symbolic as run
+
+    return run(ctx, agent_id)
+
+
 STAGES: tuple[Stage, ...] = (
     Stage(
         "scan",
@@ -121,6 +160,15 @@ STAGES: tuple[Stage, ...] = (
         scan,
         details="Infer source links for narratives that have none, then scan tracks A-D: unlinked narratives, new "
         "conversation chunks after the watermark, rows waiting for embeddings. The watermark is not moved.",
+    ),
+    Stage(
+        "solidify",
+        "turn new conversation into narrative memories and session digests (LLM, or extractive without one)",
+        solidify,
+        details="Take the scanner's new conversation chunks in order: with an LLM each chunk gives 0-3 narratives "
+        "(prompts/solidify.md) and each touched session a digest (prompts/digest.md); without one the extractive "
+        "solidifier picks them from the text. Every memory links to its turns; the scan watermark moves past the "
+        "turns handled.",
     ),
     Stage(
         "refresh",
@@ -140,6 +188,30 @@ STAGES: tuple[Stage, ...] = (
         "rebuild the entity graph",
         graph,
         details="Rebuild the agent's entity graph from every narrative's entities_role and the known persons.",
+    ),
+    Stage(
+        "comb",
+        "re-weigh the day's memories, update profiles, self-concept and threads, settle conflicts and duplicates (LLM)",
+        comb,
+        details="Show the LLM the day's memories, profiles, self-concept, open threads, candidate conflict and "
+        "duplicate pairs and attention deserts (prompts/comb.md); apply its re-weighing, profile and self-concept "
+        "updates, conflict notes, merges (the older narrative is superseded, never deleted) and thread changes. "
+        "Skipped without an LLM.",
+    ),
+    Stage(
+        "drift",
+        "look for an unseen connection between a heavy memory and distant connected ones (LLM)",
+        drift,
+        details="Pick one heavy memory, walk to distant memories connected through soft clusters, tags and names, "
+        "and ask the LLM whether they share more (prompts/drift.md); it may write an insight or open a thread. "
+        "Skipped without an LLM.",
+    ),
+    Stage(
+        "symbolic",
+        "weave 3-5 symbols of the day into a short dream and a self-reflection (LLM)",
+        symbolic,
+        details="Ask the LLM for 3-5 symbols of the day's memories, a short dream and a reflection (prompts/dream.md); "
+        "the dream is kept as a narrative of type dream, importance 1, tag dream. Skipped without an LLM.",
     ),
 )
 

@@ -64,7 +64,13 @@ def session_sources(conn: Connection, agent_id: str, since: datetime, rules: Inj
 def _recent_heavy(conn: Connection, agent_id: str, since: datetime, rules: InjectRules) -> list[NarrativeRecord]:
     ids = conn.execute(
         select(Narrative.id)
-        .where(Narrative.agent_id == agent_id, Narrative.weight > rules.t2_min_weight, Narrative.occurred_at >= since)
+        .where(
+            Narrative.agent_id == agent_id,
+            Narrative.weight > rules.t2_min_weight,
+            Narrative.occurred_at >= since,
+            Narrative.superseded_by.is_(None),
+            Narrative.narrative_type.not_in(["dream", "digest"]),
+        )
         .order_by(Narrative.weight.desc(), Narrative.occurred_at.desc(), Narrative.id.desc())
         .limit(rules.t2_pool)
     ).scalars()

@@ -32,6 +32,7 @@ import numpy as np
 from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import ConversationLine, SearchIn
+from tideline_core.records import NarrativeRecord
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.query import (
@@ -69,6 +70,7 @@ GAMMA = 0.2  # neighbour spreading
 OVERLAP_ROWS = 20_000
 MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
 QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
+HIDDEN_MARGIN = 10  # rows ranked past the limit, standing in for superseded narratives dropped on loading
 TIME_LINES = 2  # the latest dialogue lines whose dates count
 Key = tuple[str, int]
 
@@ -123,8 +125,12 @@ class HybridSearch:
         query_timeout: float = 2.0,
         vectors: VectorIndex | None = None,
         keywords: KeywordIndex | None = None,
+        extracts: bool = False,
     ) -> None:
         self.db = db
+        # Whether results include the dream's extracts: session digests and extractive memories, text taken
+        # from conversation the search covers anyway (they took places from the turns they repeat).
+        self.extracts = extracts
         self.embedder = embedder
         # The indexes hold the corpus, not the queries: two searchers may share them.
         self.index = vectors or VectorIndex(db, embedder.model)
@@ -228,12 +234,13 @@ class HybridSearch:
         scores = self._spread(agent_id, scores, parts, params.limit, exclude)
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
-        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit)]
+        # A few more than asked: superseded narratives (and digests, when left out) are dropped on loading.
+        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
         similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(
             query=params.query,
-            hits=self._hydrate(agent_id, ranked, parts, similarity),
+            hits=self._hydrate(agent_id, ranked, parts, similarity)[: params.limit],
             mode=mode,
             degraded=degraded,
             terms=ordered_terms,
@@ -376,6 +383,8 @@ class HybridSearch:
             cosine = similarity.get((kind, row_id))
             if kind == "narrative" and row_id in narratives:
                 n = narratives[row_id]
+                if n.superseded_by is not None or (not self.extracts and is_extract(n)):
+                    continue
                 hits.append(
                     SearchHit(
                         "narrative",
@@ -405,6 +414,11 @@ class HybridSearch:
                     )
                 )
         return hits
+
+
+def is_extract(n: NarrativeRecord) -> bool:
+    """A session digest or an extractive memory: text the dream took from the conversation itself."""
+    return n.narrative_type == "digest" or n.origin == "extractive"
 
 
 def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:

@@ -8,10 +8,12 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     MemoryOps     write, record, amend, recall, search, timeline          (service/memory.py)
     KnowledgeOps  profiles, self-concept, threads, snapshots               (service/knowledge.py)
     OrganizeOps   graph, topics, soft clusters, heatmap, trigger, status   (service/organize.py)
-    PipelineOps   embed, log attention, import, reconcile, run a stage     (service/pipeline.py)
+    PipelineOps   embed, log attention, import, reconcile                  (service/pipeline.py)
+    DreamOps      run a stage or the dream, its log, a run's diff, undo    (service/dream.py)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
 """
 
+from tideline_core.service.dream import DreamOps, DreamRunView, UndoReport, change_dict
 from tideline_core.service.inject import InjectOps
 from tideline_core.service.jobs import JobQueue, NullJobQueue
 from tideline_core.service.knowledge import KnowledgeOps
@@ -30,12 +32,14 @@ from tideline_core.service.results import (
 )
 
 
-class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, InjectOps):
+class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, DreamOps, InjectOps):
     """One object for every operation (see the module docstring for where each lives)."""
 
 
 __all__ = [
     "ClusterMemberView",
+    "DreamOps",
+    "DreamRunView",
     "GraphView",
     "ImportReport",
     "JobQueue",
@@ -48,4 +52,6 @@ __all__ = [
     "TopicView",
     "TopicsView",
     "TurnsRecorded",
+    "UndoReport",
+    "change_dict",
 ]

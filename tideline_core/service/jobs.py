@@ -23,11 +23,17 @@ class JobQueue(Protocol):
         """Ask for retrieval hits (narrative id, similarity) to be logged; False when unreachable."""
         ...
 
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
-        """Run a dream stage for the agent now: its task id, or None when the queue is unreachable.
+    def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
+        """Run a dream stage for the agent now (or dry: nothing written): its task id, or None when the
+        queue is unreachable.
 
         Raises Conflict while the agent's nightly dream runs (it runs every stage anyway).
         """
+        ...
+
+    def start_dream(self, agent_id: str) -> str | None:
+        """Run the agent's whole dream now (every nightly stage, in order, under its lock): the task id of the
+        run that starts the chain, or None when the queue is unreachable. Raises Conflict while one runs."""
         ...
 
     def queue_depths(self) -> dict[str, int] | None:
@@ -48,7 +54,10 @@ class NullJobQueue:
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str) -> bool:
         return False
 
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
+    def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
+        return None
+
+    def start_dream(self, agent_id: str) -> str | None:
         return None
 
     def queue_depths(self) -> dict[str, int] | None:

@@ -7,9 +7,8 @@ from sqlalchemy import Connection
 from tideline_core.attention import Heatmap, heatmap, hits_since
 from tideline_core.dream.clusters import store as clusters
 from tideline_core.dream.entities import store as entities
-from tideline_core.dream.registry import stage_named
 from tideline_core.dream.runs import last_done, recent_runs
-from tideline_core.errors import BrokerUnavailable, ConfigurationError, EmbedderUnavailable
+from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
@@ -111,18 +110,6 @@ class OrganizeOps(ServiceParts):
             return NOT_BUILT.format(stage=stage)
         when = human(run.finished_at or run.started_at)
         return BUILT_EMPTY.format(stage=stage, when=when, what=FOUND_NONE[stage])
-
-    def trigger(self, agent_id: str, stage_name: str) -> str:
-        """Start a dream stage for the agent now; its task id.
-
-        InvalidInput for a stage that does not exist; Conflict while the agent's nightly dream runs;
-        BrokerUnavailable when the job queue cannot be reached (nothing was started).
-        """
-        stage = stage_named(stage_name)
-        task_id = self.jobs.start_stage(agent_id, stage.name)
-        if task_id is None:
-            raise BrokerUnavailable("the task queue is unreachable, so nothing was started; try again later")
-        return task_id
 
     def status(self, agent_id: str) -> StatusReport:
         """What the agent's memory holds, what is pending, and how the pipeline is doing."""

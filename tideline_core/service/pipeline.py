@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from tideline_core import ingest
 from tideline_core.attention import log_hits
-from tideline_core.dream.registry import stage_named
-from tideline_core.dream.runs import agents_with_narratives, day_of, expire_running, run_stage
+from tideline_core.dream.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
 from tideline_core.inputs import ContextTurnIn
 from tideline_core.service.base import ServiceParts
@@ -81,18 +79,6 @@ class PipelineOps(ServiceParts):
         """Rows whose vectors come from another model (or lack a view) go back to pending; how many."""
         with self.db.write() as conn:
             return sum(embeddings.mark_stale(conn, self.embedder.model, view) for view in embeddings.VIEWS)
-
-    def run_stage(
-        self, stage_name: str, agent_id: str, *, day: str | None = None, trigger: str, task_id: str
-    ) -> dict[str, Any]:
-        """Run a dream stage on the record (`dream_runs`); its figures, and its Markdown report if it has one."""
-        stage = stage_named(stage_name)
-        day = day or day_of()
-        output = run_stage(self.stages, stage, agent_id, day, {"trigger": trigger, "task_id": task_id})
-        result: dict[str, Any] = {"agent_id": agent_id, "stage": stage.name, "day": day, **output.figures}
-        if output.report:
-            result["markdown"] = output.report
-        return result
 
     def dreaming_agents(self) -> list[str]:
         """Every agent the nightly dream runs for (those with narratives)."""

@@ -89,6 +89,18 @@ class Database:
                 conn.info.pop("write", None)
 
     @contextmanager
+    def trial(self) -> Iterator[Connection]:
+        """A write transaction that is always rolled back: what a change would do, seen and then undone."""
+        with self.engine.connect() as conn:
+            conn.info["write"] = True
+            transaction = conn.begin()
+            try:
+                yield conn
+            finally:
+                transaction.rollback()
+                conn.info.pop("write", None)
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn, conn.begin():
             yield conn

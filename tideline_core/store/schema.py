@@ -102,6 +102,10 @@ class Narrative(Owned, Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     embedding_state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+    # Who wrote it: the agent ("agent"), a dream stage asking the LLM ("llm"), or the extractive solidifier.
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="agent", server_default="agent")
+    # A dream merge keeps the newer narrative; the older one points at it and stays readable by id.
+    superseded_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         Index("ix_narratives_agent_created", "agent_id", "created_at"),
@@ -405,8 +409,35 @@ class DreamRun(Owned, Base):
     error: Mapped[str] = mapped_column(Text, nullable=False, default="")
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # "nightly" for the chain's run of the day (done once per agent, day and stage); a manual run is
+    # keyed by its task id, so a redelivered task finds its own row and each manual run stays undoable.
+    run_key: Mapped[str] = mapped_column(String(64), nullable=False, default="nightly", server_default="nightly")
+    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
-    __table_args__ = (UniqueConstraint("agent_id", "day", "stage", name="uq_dream_runs_agent_day_stage"),)
+    __table_args__ = (
+        UniqueConstraint("agent_id", "day", "stage", "run_key", name="uq_dream_runs_agent_day_stage_key"),
+    )
+
+
+class DreamChange(Base):
+    """One row change a dream run applied: the table, the row, its state before and after (the run's diff)."""
+
+    __tablename__ = "dream_changes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("dream_runs.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)  # insert | update
+    target: Mapped[str] = mapped_column(String(32), nullable=False)  # the table changed
+    row_key: Mapped[str] = mapped_column(String(256), nullable=False)  # its primary key, as text
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    summary: Mapped[str] = mapped_column(Text, nullable=False, default="")
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq", name="uq_dream_changes_run_seq"),
+        Index("ix_dream_changes_row", "agent_id", "target", "row_key"),
+    )
 
 
 class TaskEvent(Base):

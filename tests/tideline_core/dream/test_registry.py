@@ -24,8 +24,17 @@ def db(tmp_path: Path) -> Iterator[Database]:
 def test_each_stage_has_one_name_a_summary_and_a_function() -> None:
     names = [stage.name for stage in STAGES]
     assert len(names) == len(set(names)) and all(stage.summary and callable(stage.run) for stage in STAGES)
-    assert [stage.name for stage in nightly_stages()] == ["scan", "refresh", "recluster", "graph"]
-    assert stage_named("graph").run is STAGES[-1].run
+    assert [stage.name for stage in nightly_stages()] == [
+        "scan",
+        "solidify",
+        "refresh",
+        "recluster",
+        "graph",
+        "comb",
+        "drift",
+        "symbolic",
+    ]
+    assert stage_named("graph").run is STAGES[4].run
 
 
 def test_an_unknown_stage_is_refused_naming_the_field_and_the_stages_there_are() -> None:
@@ -37,7 +46,7 @@ def test_an_unknown_stage_is_refused_naming_the_field_and_the_stages_there_are()
 def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_registry() -> None:
     import argparse
 
-    from mcp_server.tools.organize import TRIGGER_DESCRIPTION, Job
+    from mcp_server.tools.dream import TRIGGER_DESCRIPTION, Job
     from tideline_cli.main import build_parser
     from tideline_core.settings import Settings
     from workers.app import create_app
@@ -47,7 +56,7 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert {stage.name for stage in STAGES} <= set(commands)
     schema = Job.__metadata__[0].json_schema
-    assert schema["enum"] == [stage.name for stage in STAGES]
+    assert schema["enum"] == ["dream", *(stage.name for stage in STAGES)]
     assert all(f"- {stage.name}: {stage.summary}" in TRIGGER_DESCRIPTION for stage in STAGES)
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))
     chain = nightly_chain(app, "alice", "token", "2026-11-30")
@@ -66,16 +75,25 @@ def test_a_stage_is_recorded_running_then_done_with_its_figures_or_failed_with_i
     def explode(ctx: StageContext, agent_id: str) -> StageOutput:
         raise ValueError("the kernel refused")
 
-    output = run_stage(context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "manual"})
+    output = run_stage(
+        context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "manual"}
+    ).output
     assert output.figures == {"agent": "alice", "n": 3} and output.report == "# three"
     with pytest.raises(ValueError, match="the kernel refused"):
         run_stage(context, Stage("explode", "fail", explode), "alice", "2026-11-30", {"trigger": "manual"})
     with db.read() as conn:
         runs = {r.stage: r for r in recent_runs(conn, "alice")}
-    assert (runs["count"].status, runs["count"].outputs) == ("done", {"agent": "alice", "n": 3})
+    assert (runs["count"].status, runs["count"].outputs) == ("done", {"agent": "alice", "n": 3, "changes": 0})
     assert runs["explode"].status == "failed" and runs["explode"].error == "ValueError: the kernel refused"
-    # Run again the same day: the same row is updated, never a second one.
-    run_stage(context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "nightly"})
+    # Run again under the same key the same day (a redelivered task): nothing runs again, no second row.
+    again = run_stage(context, Stage("count", "count things", explode), "alice", "2026-11-30", {"trigger": "nightly"})
+    assert again.already_done and again.output.figures["n"] == 3
     with db.read() as conn:
-        again = [r for r in recent_runs(conn, "alice") if r.stage == "count"]
-    assert len(again) == 1 and again[0].inputs == {"trigger": "nightly"}
+        rows = [r for r in recent_runs(conn, "alice") if r.stage == "count"]
+    assert len(rows) == 1 and rows[0].inputs == {"trigger": "manual"}
+    # A run under another key (a manual run has its task id) is a run of its own.
+    run_stage(
+        context, Stage("count", "count things", count), "alice", "2026-11-30", {"trigger": "manual"}, run_key="t-9"
+    )
+    with db.read() as conn:
+        assert len([r for r in recent_runs(conn, "alice") if r.stage == "count"]) == 2

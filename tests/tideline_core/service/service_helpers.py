@@ -38,11 +38,14 @@ class FakeQueue:
         self.attention.append((agent_id, list(hits), source))
         return self.up
 
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
+    def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
         if self.refuse:
             raise Conflict(f"nightly dream for agent {agent_id} is running; try again later")
-        self.stages.append((agent_id, stage))
+        self.stages.append((agent_id, stage + (" (dry run)" if dry_run else "")))
         return f"task-{len(self.stages)}" if self.up else None
+
+    def start_dream(self, agent_id: str) -> str | None:
+        return self.start_stage(agent_id, "dream")
 
     def queue_depths(self) -> dict[str, int] | None:
         return {"ingest": 0, "dream": 0} if self.up else None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select, update
 
+from tideline_core.dream.plan import Plan, Reweight
 from tideline_core.dream.weights.reweigh import ScoredNarrative, reweigh
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Narrative, NarrativeTag
@@ -19,8 +20,13 @@ class RefreshReport:
     changed: int
 
 
-def refresh_weights(db: Database, agent_id: str) -> RefreshReport:
-    """Fresh recurrence from tags, weights from the formula, anti-inflation on the newest 20. Idempotent."""
+def refresh_plan(db: Database, agent_id: str) -> tuple[int, Plan]:
+    """(narratives looked at, the plan that sets each changed one's recurrence and weight), for the dream runner."""
+    scored = _scored(db, agent_id)
+    return len(scored), Plan(tuple(Reweight(c.id, c.recurrence, c.weight) for c in reweigh(scored)))
+
+
+def _scored(db: Database, agent_id: str) -> list[ScoredNarrative]:
     with db.read() as conn:
         tags: dict[int, list[str]] = defaultdict(list)
         for nid, tag in conn.execute(
@@ -38,12 +44,17 @@ def refresh_weights(db: Database, agent_id: str) -> RefreshReport:
                 Narrative.weight,
             ).where(Narrative.agent_id == agent_id)
         ).all()
-    scored = [
+    return [
         ScoredNarrative(
             r.id, r.created_at, tuple(tags[r.id]), r.importance, r.emotional, r.unresolved, r.recurrence, r.weight
         )
         for r in rows
     ]
+
+
+def refresh_weights(db: Database, agent_id: str) -> RefreshReport:
+    """Fresh recurrence from tags, weights from the formula, anti-inflation on the newest 20. Idempotent."""
+    scored = _scored(db, agent_id)
     changes = reweigh(scored)
     if changes:
         now = utcnow()

@@ -1,0 +1,82 @@
+"""Helpers for dream tests: a day of conversation, what a scripted LLM was shown, and whole-store dumps."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import MetaData, select
+
+from tideline_core.inputs import ContextTurnIn
+from tideline_core.service import Service
+from tideline_core.store.database import Database
+from tideline_core.timeutil import utcnow
+
+# The dream's own record of a run is not memory: a dump to compare before and after leaves it out.
+RECORD_TABLES = {"dream_runs", "dream_changes", "sqlite_sequence", "alembic_version", "task_events"}
+
+ENGLISH = [
+    ("user", "Alice", "Hi! How are you doing today?"),
+    ("assistant", "", "Doing well, thanks. What are we working on?"),
+    ("user", "Alice", "We decided to move the Atlas launch to March because the payment audit is not finished."),
+    ("assistant", "", "Understood: Atlas launches in March, after the payment audit. Who runs the audit?"),
+    ("user", "Alice", "Bob from the security team runs it; he will send the report by the end of February."),
+    ("assistant", "", "Noted. Should I remind you when Bob's report is due?"),
+]
+CHINESE = [
+    ("user", "王小明", "下周我要去北京参加金融科技精英论坛，主要讲支付风控，这是我第一次在这么大的论坛上做主题演讲。"),
+    ("assistant", "", "好的，需要我帮你准备演讲材料吗？可以先列一个提纲，再补充行业里最近的几个典型案例。"),
+    ("user", "王小明", "需要，演讲定在周三下午，在北京朝阳公园旁边的会议中心，时长四十分钟，之后还有二十分钟提问。"),
+    ("assistant", "", "明白，我会整理支付风控的案例，重点放在跨境支付的欺诈识别和实时拦截上，周一发给你初稿。"),
+    ("user", "王小明", "好的，另外提醒我周二晚上订好去北京的高铁票，最好是早上八点左右出发的那一班。"),
+    ("assistant", "", "记下了：周二晚上提醒你订周三早上八点左右去北京的高铁票。"),
+]
+
+
+def record_day(service: Service, agent: str, *, start: datetime | None = None) -> list[int]:
+    """Two sessions (English, Chinese) of turns a minute apart, an hour ago; their ids."""
+    start = start or utcnow() - timedelta(hours=1)
+    ids: list[int] = []
+    for session, lines in (("s-en", ENGLISH), ("s-zh", CHINESE)):
+        turns = [
+            ContextTurnIn(
+                role=role, speaker=speaker, content=text, session_id=session, created_at=start + timedelta(minutes=i)
+            )
+            for i, (role, speaker, text) in enumerate(lines)
+        ]
+        ids += service.record_turns(agent, turns).ids
+        start += timedelta(minutes=30)
+    return ids
+
+
+def shown_data(body: dict[str, Any]) -> dict[str, Any]:
+    """The memory data a request to the LLM carried (the JSON inside its memory-data block)."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    inside = user.split("<memory-data>", 1)[1].split("</memory-data>", 1)[0]
+    return dict(json.loads(inside))
+
+
+def dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every memory table, sorted: equal dumps mean the same memory."""
+    meta = MetaData()
+    meta.reflect(db.engine)
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    with db.read() as conn:
+        for name, table in sorted(meta.tables.items()):
+            if name in RECORD_TABLES or name.endswith(("_fts", "_data", "_idx", "_docsize", "_config", "_content")):
+                continue
+            out[name] = sorted((tuple(row) for row in conn.execute(select(table))), key=repr)
+    return out
+
+
+def embedded(db: Database) -> bool:
+    """Nothing waits for an embedding (the ingest worker is done with what was written)."""
+    from sqlalchemy import func
+
+    from tideline_core.store.schema import ContextTurn, Narrative
+
+    with db.read() as conn:
+        waiting = conn.execute(select(func.count()).where(ContextTurn.embedding_state == "pending")).scalar_one()
+        waiting += conn.execute(select(func.count()).where(Narrative.embedding_state == "pending")).scalar_one()
+    return waiting == 0
