@@ -266,16 +266,21 @@ class TaskEvent(Result):
 
 
 class DreamRun(Result):
-    """One dream-queue stage run (manual trigger or nightly chain), keyed by agent, UTC day and stage."""
+    """One dream-queue stage run (a manual trigger or the nightly chain), keyed by agent, UTC day, stage and run key."""
 
+    id: int = Field(description="the run's id: memory_dream_log(run_id=...) shows every change it applied")
     stage: str
     day: str
-    status: str = Field(description="running, done or failed")
+    status: str = Field(description="running, done, skipped (with why in outputs.skipped) or failed")
     trigger: str = Field(description="manual or nightly")
-    outputs: dict[str, Any] = Field(description="the stage's figures (counts)")
+    run_key: str = Field(description="nightly (the chain's run of the day), or the task id of a manual run")
+    outputs: dict[str, Any] = Field(description="the stage's figures (counts; changes = rows it changed)")
     error: str = ""
+    tokens_in: int = Field(description="LLM prompt tokens the run spent")
+    tokens_out: int = Field(description="LLM completion tokens the run spent")
     started_at: datetime
     finished_at: datetime | None
+    undone_at: datetime | None = Field(description="when the run was undone (its changes restored), if it was")
 
 
 class Status(Result):

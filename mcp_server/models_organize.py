@@ -141,10 +141,3 @@ class TopicsResult(Result):
 
 
 # --- memory_trigger ---------------------------------------------------------------------------
-
-
-class TriggerResult(Result):
-    agent: str
-    job: str
-    task_id: str = Field(description="the Celery task id (shown in Flower); memory_status lists the stage's run")
-    queue: Literal["dream"] = "dream"

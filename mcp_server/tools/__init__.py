@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-from mcp_server.tools import context, inject, narratives, organize, profiles, status
+from mcp_server.tools import context, dream, inject, narratives, organize, profiles, status
 
 
 def register_all(server: MCPServer) -> None:
-    for module in (narratives, context, profiles, status, organize, inject):
+    for module in (narratives, context, profiles, status, organize, dream, inject):
         module.register(server)
 
 

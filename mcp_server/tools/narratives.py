@@ -51,13 +51,18 @@ SourceLinks = Annotated[
 ]
 NarrativeTypeArg = Annotated[
     Any,
-    spec(NarrativeIn, "narrative_type", "One of event, reflection, insight, decision, dream, other (default event)."),
+    spec(
+        NarrativeIn,
+        "narrative_type",
+        "One of event, reflection, insight, decision, dream, digest (a session's summary), other (default event).",
+    ),
 ]
 OccurredAt = Annotated[Any, spec(NarrativeIn, "occurred_at", "When it happened (default: now).", DATE_SCHEMA)]
 
 Limit = Annotated[Any, spec(RecallQuery, "limit", "How many to return, integer 1–100 (default 10).")]
 TypeFilter = Annotated[
-    Any, spec(RecallQuery, "narrative_type", "Only this type: event, reflection, insight, decision, dream, other.")
+    Any,
+    spec(RecallQuery, "narrative_type", "Only this type: event, reflection, insight, decision, dream, digest, other."),
 ]
 TagFilter = Annotated[
     Any, spec(RecallQuery, "tags", "Only memories carrying at least one of these tags (a list of strings).")

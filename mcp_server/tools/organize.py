@@ -1,5 +1,4 @@
-"""Tools over what the dream stages build: memory_graph, memory_attention_heatmap, memory_soft_clusters,
-memory_topics; and memory_trigger, which starts a stage now."""
+"""Reads of what the dream builds: memory_graph, memory_attention_heatmap, memory_soft_clusters and memory_topics."""
 
 from __future__ import annotations
 
@@ -7,17 +6,11 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import ToolAnnotations
 
-from mcp_server.models_organize import GraphResult, HeatmapResult, SoftClustersResult, TopicsResult, TriggerResult
-from mcp_server.tools._edge import READ, app_of, described, given, offload, spec, tool_errors
+from mcp_server.models_organize import GraphResult, HeatmapResult, SoftClustersResult, TopicsResult
+from mcp_server.tools._edge import READ, app_of, given, offload, spec, tool_errors
 from tideline_core.dream import STAGES
-from tideline_core.errors import InvalidInput
 from tideline_core.inputs import GraphQuery, HeatmapQuery, SoftClustersQuery, TopicsQuery, parse
-
-# A trigger enqueues a rebuild of derived tables from the memories themselves: repeating it gives the
-# same result, and no memory is changed or lost.
-TRIGGER = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 Entity = Annotated[Any, spec(GraphQuery, "entity", "An entity's name: its node and its edges.")]
 Other = Annotated[Any, spec(GraphQuery, "other", "With `entity`: only the edges between the two.")]
@@ -28,14 +21,6 @@ RouteQuery = Annotated[Any, spec(SoftClustersQuery, "query", "Text to route: whi
 MemberLimit = Annotated[Any, spec(SoftClustersQuery, "limit", "Members shown for `label`, 1–200 (default 20).")]
 TopicLimit = Annotated[Any, spec(TopicsQuery, "limit", "How many topics, largest first, integer 1–200 (default 25).")]
 Sample = Annotated[Any, spec(TopicsQuery, "sample", "Example memories per topic, integer 0–20 (default 3).")]
-# The jobs are the dream stages of tideline_core.dream.registry, whatever they are.
-Job = Annotated[
-    Any,
-    described(
-        {"type": "string", "enum": [stage.name for stage in STAGES]},
-        "The stage to run: " + "; ".join(f"{stage.name} ({stage.summary})" for stage in STAGES) + ".",
-    ),
-]
 
 
 async def memory_graph(ctx: Context, entity: Entity = None, other: Other = None, top: Top = None) -> GraphResult:
@@ -128,19 +113,8 @@ TRIGGER_DESCRIPTION = (
 )
 
 
-async def memory_trigger(ctx: Context, job: Job) -> TriggerResult:
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        if not isinstance(job, str):
-            raise InvalidInput("job", f"must be a string naming a stage, got {type(job).__name__}")
-        task_id = await offload(app.service.trigger, agent, job)
-    return TriggerResult(agent=agent, job=job, task_id=task_id)
-
-
 def register(server: MCPServer) -> None:
     server.add_tool(memory_graph, title="Entity graph", annotations=READ)
     server.add_tool(memory_attention_heatmap, title="Attention heatmap", annotations=READ)
     server.add_tool(memory_soft_clusters, title="Soft clusters", annotations=READ)
     server.add_tool(memory_topics, title="Topics", annotations=READ)
-    server.add_tool(memory_trigger, title="Organize memory now", description=TRIGGER_DESCRIPTION, annotations=TRIGGER)

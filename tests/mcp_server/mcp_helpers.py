@@ -30,9 +30,12 @@ class RecordingJobQueue:
         self.attention.append((agent_id, list(hits), source))
         return True
 
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
-        self.stages.append((agent_id, stage))
+    def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
+        self.stages.append((agent_id, stage + (" (dry run)" if dry_run else "")))
         return f"task-{len(self.stages)}"
+
+    def start_dream(self, agent_id: str) -> str | None:
+        return self.start_stage(agent_id, "dream")
 
     def queue_depths(self) -> dict[str, int] | None:
         return {"ingest": 0, "dream": 0}

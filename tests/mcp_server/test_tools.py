@@ -33,6 +33,7 @@ TOOLS = {
     "memory_soft_clusters",
     "memory_topics",
     "memory_trigger",
+    "memory_dream_log",
     "memory_inject",
     "memory_prefetch",
 }
