@@ -14,9 +14,11 @@ from tideline_core.errors import InvalidInput
 from tideline_core.settings import Settings
 
 if TYPE_CHECKING:
+    from tideline_eval.dream import DreamResult
     from tideline_eval.runner import InjectResult, ModeResult
 
 MODES = ("keyword", "dense", "hybrid")
+DREAM_TOKENS = 10**9  # an evaluation solidifies a whole benchmark at once: no daily LLM budget stops it midway
 
 
 def add_parser(sub: Any) -> None:
@@ -63,6 +65,17 @@ def add_parser(sub: Any) -> None:
             action="store_true",
             help="also build the per-turn block (memory_prefetch) for every question and report the share of its "
             "evidence inside the block, with the block's mean and p95 size in tokens",
+        )
+        parser.add_argument(
+            "--dream",
+            action="store_true",
+            help="also run the dream's scan and solidify in-process after asking (extractive, or the LLM of "
+            "TIDELINE_LLM_URL/_MODEL with its token budgets lifted), embed what it wrote and ask again: recall "
+            "before the dream, after it with the dream's extracts (session digests, extractive memories) left "
+            "out of search, and with them. Narratives and turns are searched together throughout. MADial holds "
+            "no conversation: its dialogues are recorded "
+            "as the users' past sessions (one a day after the last memory) for solidify to work on, and a "
+            "dialogue's search leaves out what was solidified from itself",
         )
         parser.add_argument(
             "--budget",
@@ -149,6 +162,48 @@ def _print_results(results: dict[str, ModeResult], ks: list[int], session: bool)
             print(f"  {'  the rest':<24} p50 {ms['rest_p50']:7.1f} ms   p95 {ms['rest_p95']:7.1f} ms")
 
 
+def _print_dream(before: dict[str, ModeResult], dream: DreamResult, ks: list[int], session: bool) -> None:
+    done = dream.solidified
+    print(
+        f"\ndream: scan + solidify ({done.method}) wrote {done.memories} memories and {done.digests} digests "
+        f"in {done.seconds:.1f} s (embedding them: {done.embed_seconds:.1f} s)"
+    )
+    for reason in done.stopped:
+        print(f"  stopped early: {reason}")
+    columns = [("turn" if session else "", k) for k in ks] + ([("session", k) for k in ks] if session else [])
+    searched = "narratives and turns searched together" if session else "narratives searched, as always here"
+    print(f"recall@k before and after the dream ({searched})")
+    print(
+        f"  {'':<34}"
+        + "".join(f"{(unit + ' R@' if unit else 'R@') + str(k):>13}" for unit, k in columns)
+        + "  dream hits"
+    )
+    depth = max(ks)
+    for mode in before:
+        for label, result in (
+            ("before the dream", before[mode]),
+            ("after, extracts left out", dream.without_extracts[mode]),
+            ("after, with extracts", dream.with_extracts[mode]),
+        ):
+            values = [
+                (result.session_recall if unit == "session" else result.recall).get(k, float("nan"))
+                for unit, k in columns
+            ]
+            share = sum(s.dream_hits for s in result.scores) / max(1, len(result.scores) * depth)
+            print(f"  {mode + ', ' + label:<34}" + "".join(f"{v:>13.3f}" for v in values) + f"{share:>12.0%}")
+    if session:
+        rule = (
+            "a hit on a memory or digest the dream wrote counts for no evidence turn; in session recall it stands "
+            "for the sessions of its source turns (a digest: its session)"
+        )
+    else:
+        rule = (
+            "a memory or digest the dream wrote is never one of the benchmark's memories: it only takes a place "
+            "(a dialogue's search leaves out those solidified from itself)"
+        )
+    print(f"  {rule}; 'dream hits' is their share of the top {depth}")
+
+
 def _print_inject(result: InjectResult, unit: str) -> None:
     print(f"\nper-turn block (memory_prefetch, budget {result.budget} tokens)")
     print(f"  {unit + ' inside the block':<32}{result.evidence_recall:>8.3f}")
@@ -172,7 +227,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_core.compose import build_embedder, compose
     from tideline_core.embedding import Embedder
     from tideline_core.service import NullJobQueue
-    from tideline_eval import locomo, madial, runner
+    from tideline_eval import dream, locomo, madial, runner
     from tideline_eval.cache import CachedEmbedder
 
     ks = _ks(args.k)
@@ -182,7 +237,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     embedder: Embedder = cache or build_embedder(settings)
     workdir = Path(tempfile.mkdtemp(prefix="tideline-eval-"))
     # A throwaway store in its own data dir; nothing is queued (the run embeds in-process).
-    throwaway = settings.model_copy(update={"home": workdir, "database_url": f"sqlite:///{workdir / 'eval.db'}"})
+    update: dict[str, Any] = {"home": workdir, "database_url": f"sqlite:///{workdir / 'eval.db'}"}
+    if args.dream:
+        update.update(llm_run_tokens=DREAM_TOKENS, llm_day_tokens=DREAM_TOKENS)
+        how = (
+            f"the LLM {settings.llm_model} at {settings.llm_url}" if settings.llm_enabled else "extractive (no LLM set)"
+        )
+        print(f"--dream: solidify will be {how}", file=sys.stderr)
+    throwaway = settings.model_copy(update=update)
     bar = Bar()
     service = compose(throwaway, jobs=NullJobQueue(), embedder=embedder)
     try:
@@ -196,13 +258,21 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             dia_of = runner.load_locomo(service, chosen, bar)
-            results = runner.ask_locomo(service, chosen, dia_of, modes, ks, bar)
+            # With the dream, narratives will compete with turns: every column searches both, as memory_search does.
+            kinds = "all" if args.dream else "context"
+            results = runner.ask_locomo(service, chosen, dia_of, modes, ks, bar, kinds=kinds)
+            if args.dream:
+                print("\nbefore the dream (narratives and turns searched, as memory_search does; only turns yet)")
             _print_results(results, ks, session=True)
             figures: dict[str, Any] = {mode: r.as_json() for mode, r in results.items()}
             if args.inject:
                 on_locomo = runner.inject_locomo(service, chosen, dia_of, budget, bar)
                 _print_inject(on_locomo, "evidence turns")
                 figures["inject"] = on_locomo.as_json()
+            if args.dream:
+                dreamt = dream.dream_locomo(service, throwaway, chosen, dia_of, modes, ks, bar)
+                _print_dream(results, dreamt, ks, session=True)
+                figures["dream"] = dreamt.as_json()
         else:
             if not args.path.is_dir():
                 raise InvalidInput("path", f"{args.path} is not a directory (expected the MADial folder)")
@@ -213,6 +283,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             memory_of = runner.load_madial(service, memories, bar)
+            # Recorded before asking, so the dream is all that differs between the runs (turns are not searched).
+            spoken = (
+                dream.record_dialogues(service, dialogues, dream.dialogues_start(memories), bar) if args.dream else {}
+            )
             results = runner.ask_madial(service, dialogues, memory_of, modes, ks, bar)
             _print_results(results, ks, session=False)
             injected = runner.inject_madial(service, dialogues, memory_of, budget, bar) if args.inject else None
@@ -227,6 +301,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             figures["published"] = {s: {str(k): round(v, 4) for k, v in vals.items()} for s, vals in published.items()}
             if injected is not None:
                 figures["inject"] = injected.as_json()
+            if args.dream:
+                dreamt = dream.dream_madial(service, throwaway, dialogues, memory_of, spoken, modes, ks, bar)
+                _print_dream(results, dreamt, ks, session=False)
+                figures["dream"] = dreamt.as_json()
         if cache is not None:
             print(f"\nembedding cache {args.embedding_cache}: {cache.misses} texts embedded now", file=sys.stderr)
         if args.json_file:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from tideline_cli import evaluate, stages
+from tideline_cli import dream, evaluate, stages
 from tideline_core.errors import TidelineError
 from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 from tideline_core.settings import Settings
@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--explain", action="store_true", help="list each item's tier, tokens and reason on stderr")
 
     evaluate.add_parser(sub)
+    dream.add_parser(sub)
     stages.add_parsers(sub)  # one command per dream stage
     return parser
 
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"invalid settings: {exc}")
     from tideline_cli import commands, processes
 
-    if args.command in ("status", "search", "write", "inject") or stages.is_stage(args.command):
+    if args.command in ("status", "search", "write", "inject", "dream") or stages.is_stage(args.command):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
@@ -195,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = stages.cmd_stage
     elif args.command == "eval":
         handler = evaluate.run
+    elif args.command == "dream":
+        handler = dream.run
     elif args.command in ("up", "serve", "worker", "beat", "flower"):
         handler = getattr(processes, f"cmd_{args.command}")
     else:

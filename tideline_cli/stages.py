@@ -75,6 +75,15 @@ def cmd_stage(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _follow(settings: Settings, args: argparse.Namespace, task_id: str) -> int:
+    code, value = follow(settings, task_id, args.stage, args.timeout)
+    if code == 0:
+        _print_result(args, value)
+    return code
+
+
+def follow(settings: Settings, task_id: str, label: str, timeout: float) -> tuple[int, Any]:
+    """Wait for a task, showing its states on stderr: (0, its result), (EXIT_FAILED, the error) or
+    (EXIT_STILL_RUNNING, None) when `timeout` seconds pass first (the task goes on)."""
     from celery import states
     from celery.result import AsyncResult
 
@@ -82,28 +91,27 @@ def _follow(settings: Settings, args: argparse.Namespace, task_id: str) -> int:
 
     app = create_app(settings)  # only for its result backend: nothing is published from here
     result = AsyncResult(task_id, app=app)
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + timeout
     seen = None
     try:
         while True:
             state = result.state
             if state != seen:
-                print(f"{args.stage} {task_id}: {state}", file=sys.stderr, flush=True)
+                print(f"{label} {task_id}: {state}", file=sys.stderr, flush=True)
                 seen = state
             if state in states.READY_STATES:
                 break
             if time.monotonic() >= deadline:
-                print(f"still {state} after {args.timeout:.0f}s; the stage goes on (task {task_id})", file=sys.stderr)
-                return EXIT_STILL_RUNNING
+                print(f"still {state} after {timeout:.0f}s; it goes on (task {task_id})", file=sys.stderr)
+                return EXIT_STILL_RUNNING, None
             time.sleep(POLL_SECONDS)
         value = result.result
     finally:
         app.close()
     if state != states.SUCCESS:
-        print(f"tideline: {args.stage} failed: {value}", file=sys.stderr)
-        return EXIT_FAILED
-    _print_result(args, value)
-    return 0
+        print(f"tideline: {label} failed: {value}", file=sys.stderr)
+        return EXIT_FAILED, value
+    return 0, value
 
 
 def _print_result(args: argparse.Namespace, value: dict[str, Any]) -> None:

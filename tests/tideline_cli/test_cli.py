@@ -112,14 +112,15 @@ def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp
 
 
 def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> None:
-    from tideline_core.dream.runs import fail_run, finish_run, start_run
+    from tideline_core.dream.registry import Stage, StageContext, StageOutput
+    from tideline_core.dream.runs import fail_run, run_stage, start_run
     from tideline_core.settings import Settings
     from tideline_core.store.database import Database
 
     db = Database.open(Settings(home=Path(cli_env["TIDELINE_HOME"])).resolved_database_url)
+    refresh = Stage("refresh", "refresh", lambda ctx, agent: StageOutput({"changed": 3}))
+    run_stage(StageContext(db=db, embedder=None), refresh, "alice", "2026-11-29", {})
     with db.write() as conn:
-        start_run(conn, "alice", "2026-11-29", "refresh", {})
-        finish_run(conn, "alice", "2026-11-29", "refresh", {"changed": 3})
         start_run(conn, "alice", "2026-11-29", "recluster", {})
         fail_run(conn, "alice", "2026-11-29", "recluster", "vectors contain NaN")
         start_run(conn, "bob", "2026-11-29", "scan", {})

@@ -1,0 +1,201 @@
+"""`tideline dream`: start the dream (or one stage) now, dry or for real; read its log, one run's diff; undo a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tideline_cli.stages import EXIT_FAILED, follow
+from tideline_core.dream import STAGES, nightly_stages
+from tideline_core.errors import BrokerUnavailable
+from tideline_core.settings import Settings
+
+DESCRIPTION = """\
+The dream digests an agent's day: scan → solidify → refresh → recluster → graph → comb → drift → symbolic.
+Each stage runs on the dream queue (a `tideline worker dream`, started by `tideline up`) and records in
+dream_runs what it did and the exact rows it changed, so a run can be reviewed and undone.
+
+  tideline dream --now [--stage S] [--dry-run] [--wait]   run the whole dream (or one stage) now
+  tideline dream log [--stage S] [--limit N]              the latest runs
+  tideline dream show RUN                                 one run and every change it applied
+  tideline dream undo RUN                                 restore what the run changed
+
+--dry-run computes what each stage would change and writes nothing (it waits for the answer). Without
+--stage it dry-runs every nightly stage in turn, each against the memory as it is now (so a later
+stage does not see what an earlier one would write). Stages that ask an LLM are skipped, saying why,
+when none is configured (TIDELINE_LLM_URL, TIDELINE_LLM_MODEL); solidify then works extractively."""
+
+
+def add_parser(sub: Any) -> None:
+    dream = sub.add_parser(
+        "dream",
+        help="run the dream now, read its log, show or undo a run",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(dream)
+    dream.add_argument("--now", action="store_true", help="start the dream (or --stage) now")
+    dream.add_argument("--stage", choices=[s.name for s in STAGES], help="only this stage")
+    dream.add_argument("--dry-run", action="store_true", help="compute the changes, write nothing (waits)")
+    dream.add_argument("--wait", action="store_true", help="follow it to its end and print what it did")
+    dream.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up waiting after this (exit 3)")
+    actions = dream.add_subparsers(dest="dream_action", metavar="{log,show,undo}")
+    log = actions.add_parser("log", help="the latest dream runs, newest first")
+    _common(log)
+    log.add_argument("--stage", dest="log_stage", choices=[s.name for s in STAGES], help="only this stage's runs")
+    log.add_argument("--limit", type=int, default=20, help="how many runs (1-200, default 20)")
+    show = actions.add_parser("show", help="one run and every change it applied")
+    _common(show)
+    show.add_argument("run", type=int, help="the run id (from `tideline dream log`)")
+    undo = actions.add_parser("undo", help="restore every row the run changed to its state before it")
+    _common(undo)
+    undo.add_argument("run", type=int, help="the run id (from `tideline dream log`)")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default=argparse.SUPPRESS, help="agent id (default: TIDELINE_AGENT)")
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    from tideline_cli.compose import open_service
+
+    agent = str(getattr(args, "agent", None) or settings.agent)
+    as_json = bool(getattr(args, "json", False))
+    action = args.dream_action
+    if action is None and not args.now:
+        print("tideline dream: say --now (run it), or log, show RUN, undo RUN; see --help", file=sys.stderr)
+        return 2
+    with open_service(settings, keyword_only=True) as service:
+        if action == "log":
+            runs = service.dream_log(agent, limit=args.limit, stage=args.log_stage)
+            _print(as_json, [_run_dict(r) for r in runs], _log_lines)
+            return 0
+        if action == "show":
+            view = service.dream_run(agent, args.run)
+            from tideline_core.service import change_dict
+
+            shown = {**_run_dict(view.run), "changes": [change_dict(c) for c in view.changes]}
+            _print(as_json, shown, _show_lines)
+            return 0
+        if action == "undo":
+            report = service.dream_undo(agent, args.run)
+            _print(
+                as_json,
+                {"run_id": args.run, "stage": report.run.stage, "restored": report.restored},
+                lambda d: [f"undid dream run {d['run_id']} ({d['stage']}): {d['restored']} changes restored"],
+            )
+            return 0
+        return _start(settings, service, agent, args, as_json)
+
+
+def _start(settings: Settings, service: Any, agent: str, args: argparse.Namespace, as_json: bool) -> int:
+    try:
+        if args.dry_run:
+            stages = [args.stage] if args.stage else [s.name for s in nightly_stages()]
+            tasks = [(stage, service.trigger(agent, stage, dry_run=True)) for stage in stages]
+        else:
+            tasks = [(args.stage or "dream", service.trigger(agent, args.stage or "dream"))]
+    except BrokerUnavailable:
+        raise BrokerUnavailable(
+            f"cannot reach the broker at {settings.resolved_redis_url}: is `tideline up` running "
+            "(or TIDELINE_REDIS_URL set)? Nothing was queued."
+        ) from None
+    if not (args.wait or args.dry_run):
+        for job, task_id in tasks:
+            _print(
+                as_json,
+                {"job": job, "agent": agent, "task_id": task_id},
+                lambda d: [f"queued {d['job']} for agent {d['agent']}: task {d['task_id']}"],
+            )
+        return 0
+    results: list[dict[str, Any]] = []
+    for job, task_id in tasks:
+        code, value = follow(settings, task_id, job, args.timeout)
+        if code != 0:
+            return code
+        if job == "dream" and isinstance(value, dict) and value.get("last_task_id"):
+            # The dream's first task only starts the chain: wait for its end, then read what the stages did.
+            code, _ = follow(settings, str(value["last_task_id"]), "dream chain", args.timeout)
+            runs = [r for r in service.dream_log(agent, limit=len(STAGES) * 2) if r.run_key == value.get("run_key")]
+            _print(as_json, [_run_dict(r) for r in reversed(runs)], _log_lines)
+            return code if code != 0 else (EXIT_FAILED if any(r.status == "failed" for r in runs) else 0)
+        results.append(value)
+    _print(as_json, results, _results_lines)
+    return 0
+
+
+def _print(as_json: bool, value: Any, lines: Any) -> None:
+    if as_json:
+        print(json.dumps(value, ensure_ascii=False, default=str))
+        return
+    for line in lines(value):
+        print(line)
+
+
+def _run_dict(run: Any) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "stage": run.stage,
+        "day": run.day,
+        "status": run.status,
+        "trigger": run.trigger,
+        "run_key": run.run_key,
+        "tokens": run.tokens_in + run.tokens_out,
+        "started_at": run.started_at.isoformat(),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "undone_at": run.undone_at.isoformat() if run.undone_at else None,
+        "outputs": run.outputs,
+        "error": run.error,
+    }
+
+
+def _figures(outputs: dict[str, Any]) -> str:
+    shown = {k: v for k, v in outputs.items() if k not in ("prompts", "markdown") and not isinstance(v, list | dict)}
+    return ", ".join(f"{k}={v}" for k, v in shown.items())
+
+
+def _log_lines(runs: list[dict[str, Any]]) -> list[str]:
+    if not runs:
+        return ["no dream runs yet"]
+    lines = []
+    for r in runs:
+        state = "undone" if r["undone_at"] else r["status"]
+        why = r["error"] or r["outputs"].get("skipped", "")
+        lines.append(
+            f"{r['run_id']:>6}  {r['day']}  {r['stage']:<9} {state:<8} {r['trigger']:<7} "
+            f"tokens {r['tokens']:<6} {_figures(r['outputs'])}" + (f"  ({why})" if why else "")
+        )
+    return lines
+
+
+def _change_lines(changes: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for c in changes:
+        lines.append(f"  {c['action']:<6} {c['target']} {c['row']}: {c['summary']}")
+        if c["before"] is not None:
+            for name, value in c["after"].items():
+                if name != "updated_at" and not name.startswith("_") and c["before"].get(name) != value:
+                    lines.append(f"           {name}: {c['before'].get(name)!r} → {value!r}")
+    return lines
+
+
+def _show_lines(run: dict[str, Any]) -> list[str]:
+    lines = _log_lines([run])
+    lines.append(f"changes ({len(run['changes'])}):")
+    return lines + (_change_lines(run["changes"]) or ["  none"])
+
+
+def _results_lines(results: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in results:
+        head = f"{r['stage']}: " + ("dry run, nothing written; " if r.get("dry_run") else "")
+        if r.get("skipped"):
+            lines.append(head + f"skipped ({r['skipped']})")
+            continue
+        total = r.get("changes_total", 0)
+        lines.append(head + f"{total} changes" + (f" (run {r['run_id']})" if r.get("run_id") else ""))
+        lines += _change_lines(r.get("changes", []))
+    return lines
