@@ -62,7 +62,8 @@ def create_app(settings: Settings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         enable_utc=True,
-        timezone="UTC",
+        # Messages and results stay in UTC; the time zone is what the beat's crontab (the nightly dream) reads.
+        timezone=settings.dream_timezone,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

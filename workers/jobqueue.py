@@ -163,16 +163,27 @@ class CeleryJobQueue:
         while (item := self._outbox.get()) is not None:
             self._send(*item)
 
-    def start_stage(self, agent_id: str, stage: str) -> str | None:
-        if self._circuit_open():
+    def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
+        if not self._lock_free(agent_id):
             return None
+        return self._send(TaskName.RUN_STAGE, {"stage": stage, "agent_id": agent_id, "dry_run": dry_run})
+
+    def start_dream(self, agent_id: str) -> str | None:
+        if not self._lock_free(agent_id):
+            return None
+        return self._send(TaskName.NIGHTLY, {"agent_id": agent_id, "manual": True})
+
+    def _lock_free(self, agent_id: str) -> bool:
+        """False when the broker is unreachable; Conflict while the agent's dream holds its lock."""
+        if self._circuit_open():
+            return False
         try:
             # Refused up front while the nightly chain holds the agent's lock (the task checks again).
             locks.refuse_while_nightly(self._redis, agent_id)
         except _BROKER_ERRORS as exc:
             self._trip("check the dream lock", exc)
-            return None
-        return self._send(TaskName.RUN_STAGE, {"stage": stage, "agent_id": agent_id})
+            return False
+        return True
 
     def queue_depths(self) -> dict[str, int] | None:
         if self._circuit_open():

@@ -4,7 +4,7 @@
                                                  → release_lock (any stage fails: the errback releases it)
 
 The stages and their order come from `tideline_core.dream.registry`. Every stage signature carries
-(stage, agent_id, lock_token, day): the token proves the stage runs for the chain that holds the
+(stage, agent_id, lock_token, day, run_key): the token proves the stage runs for the chain that holds the
 lock (and extends it), the day files all stages of one night under the same dream_runs key even
 when the chain crosses midnight. Signatures are built by task name, so this module never imports a task.
 """
@@ -16,6 +16,7 @@ from celery.canvas import Signature
 from celery.result import AsyncResult
 
 from tideline_core.dream import nightly_stages
+from tideline_core.dream.runs import NIGHTLY
 from tideline_core.settings import Settings
 from workers.app import time_limits
 from workers.queues import TaskName
@@ -37,12 +38,12 @@ def release_signature(app: Celery, agent_id: str, token: str) -> Signature:
     return app.signature(str(TaskName.RELEASE_LOCK), kwargs={"agent_id": agent_id, "token": token}, immutable=True)
 
 
-def nightly_chain(app: Celery, agent_id: str, token: str, day: str) -> Signature:
+def nightly_chain(app: Celery, agent_id: str, token: str, day: str, run_key: str = NIGHTLY) -> Signature:
     """The stages in order, then the lock release; immutable, so no stage receives another's result."""
     stages = [
         app.signature(
             str(TaskName.RUN_STAGE),
-            kwargs={"stage": stage.name, "agent_id": agent_id, "lock_token": token, "day": day},
+            kwargs={"stage": stage.name, "agent_id": agent_id, "lock_token": token, "day": day, "run_key": run_key},
             immutable=True,
         )
         for stage in nightly_stages()
@@ -50,6 +51,7 @@ def nightly_chain(app: Celery, agent_id: str, token: str, day: str) -> Signature
     return chain(*stages, release_signature(app, agent_id, token), app=app)
 
 
-def start_nightly(app: Celery, agent_id: str, token: str, day: str) -> AsyncResult:
+def start_nightly(app: Celery, agent_id: str, token: str, day: str, run_key: str = NIGHTLY) -> AsyncResult:
     """Publish the chain; a failing stage stops it and the errback frees the lock (compare-and-delete)."""
-    return nightly_chain(app, agent_id, token, day).apply_async(link_error=release_signature(app, agent_id, token))
+    chained = nightly_chain(app, agent_id, token, day, run_key)
+    return chained.apply_async(link_error=release_signature(app, agent_id, token))

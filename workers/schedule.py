@@ -14,6 +14,7 @@ NIGHTLY_EXPIRES_SECONDS = 6 * 3600
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     interval = settings.reconcile_interval_seconds
+    hour, minute = (int(part) for part in settings.dream_at.split(":"))
     return {
         # The outbox sweep: a write whose enqueue failed (broker down) or whose task was
         # lost is still pending in the database; re-enqueue its embedding once it is past the grace
@@ -23,13 +24,14 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": float(interval),
             "options": {"expires": float(interval)},
         },
-        # The nightly dream: one fan-out task starts a chain per agent with narratives,
-        # at TIDELINE_DREAM_HOUR_UTC when agents are quiet. Expires after six hours: a fan-out still
+        # The nightly dream: one fan-out task starts a chain per agent with narratives, at
+        # TIDELINE_DREAM_AT in TIDELINE_DREAM_TIMEZONE (the app's time zone) when agents are quiet.
+        # Expires after six hours: a fan-out still
         # queued by then would dream into the working day, and tomorrow's run covers everything
         # (every stage works over the agent's whole state, so a skipped night loses nothing).
         "nightly-dream": {
             "task": str(TaskName.NIGHTLY_ALL),
-            "schedule": crontab(minute=0, hour=settings.dream_hour_utc),
+            "schedule": crontab(minute=minute, hour=hour),
             "options": {"expires": float(NIGHTLY_EXPIRES_SECONDS)},
         },
     }

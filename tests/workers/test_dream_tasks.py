@@ -20,6 +20,7 @@ from tideline_core.store.database import Database
 from tideline_core.store.schema import DreamRun, ScanWatermark, TopicCluster, TopicClusterMember
 from tideline_core.timeutil import utcnow
 from workers import locks
+from workers.app import create_app
 from workers.pipelines import nightly_lock_ttl
 from workers.queues import QUEUE_OF, Queue, TaskName
 from workers.schedule import beat_schedule
@@ -58,11 +59,12 @@ def test_a_manual_recluster_builds_topics_and_soft_clusters_and_records_its_run(
     row = runs(database)["recluster"]
     assert (row.status, row.inputs["trigger"], row.outputs["topic_clusters"]) == ("done", "manual", len(TOPICS))
 
-    # Run again the same day: the same clusters, and the same dream_runs row updated (not a second one).
+    # Run again by hand the same day: the same clusters, recorded as a run of its own (keyed by its task).
     again = stage(celery_app, "recluster", "alice")
     assert again["topic_clusters"] == result["topic_clusters"] and topic_keywords(database) == TOPICS
-    assert len([r for r in runs(database).values() if r.stage == "recluster"]) == 1
-    assert runs(database)["recluster"].inputs["task_id"] != row.inputs["task_id"]
+    with database.read() as conn:
+        both = recent_runs(conn, "alice", 20, stage="recluster")
+    assert len(both) == 2 and {r.run_key for r in both} == {r.inputs["task_id"] for r in both}
 
 
 def test_refresh_graph_and_scan_return_their_figures_and_scan_leaves_the_watermark_alone(
@@ -91,12 +93,12 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
     started = run(celery_app, TaskName.NIGHTLY, agent_id="alice")
     assert started["started"] is True and started["stages"] == [s.name for s in nightly_stages()]
 
-    stages = ["scan", "refresh", "recluster", "graph"]
+    stages = [s.name for s in nightly_stages()]
     wait_until(
         lambda: (
             locks.holder(redis_client, "alice") is None
-            and all(r.status == "done" for r in runs(database).values())
-            and len(runs(database)) == 4
+            and all(r.status in ("done", "skipped") for r in runs(database).values())
+            and len(runs(database)) == len(stages)
         ),
         timeout=TIMEOUT,
         message="every nightly stage done and the lock released",
@@ -173,11 +175,20 @@ def test_the_nightly_fan_out_starts_a_chain_for_every_agent_with_narratives(
     assert topic_keywords(database, "bob") == {"garden", "compiler", "wedding"}
 
 
-def test_beat_fans_out_the_nightly_dream_at_the_dream_hour_with_an_expiry() -> None:
-    schedule = beat_schedule(Settings(dream_hour_utc=4))
+def test_beat_fans_out_the_nightly_dream_at_the_configured_time_and_zone_on_the_dream_queue() -> None:
+    settings = Settings(dream_at="04:30", dream_timezone="Asia/Shanghai")
+    schedule = beat_schedule(settings)
     (entry,) = [e for e in schedule.values() if e["task"] == TaskName.NIGHTLY_ALL]
-    assert entry["schedule"] == crontab(minute=0, hour=4) and entry["options"]["expires"] > 0
-    assert all(QUEUE_OF[name] is Queue.DREAM for name in (TaskName.NIGHTLY_ALL, TaskName.RELEASE_LOCK))
+    assert entry["schedule"] == crontab(minute=30, hour=4) and entry["options"]["expires"] > 0
+    assert all(
+        QUEUE_OF[name] is Queue.DREAM
+        for name in (TaskName.NIGHTLY_ALL, TaskName.NIGHTLY, TaskName.RUN_STAGE, TaskName.RELEASE_LOCK)
+    )
+    app = create_app(settings)
+    # The crontab is read in the dream's time zone: 04:30 in Shanghai, not in UTC.
+    assert app.conf.timezone == "Asia/Shanghai" and app.conf.beat_schedule["nightly-dream"]["schedule"].tz is not None
+    assert app.conf.task_routes[str(TaskName.NIGHTLY_ALL)] == {"queue": "dream"}
+    app.close()
 
 
 def test_readers_never_see_a_half_built_topic_table_while_it_is_rebuilt(database: Database) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import day_of
+from tideline_core.dream.runs import NIGHTLY, day_of
 from tideline_core.errors import Conflict
 from workers import locks, pipelines
 from workers.queues import TaskName
@@ -33,19 +33,35 @@ def _check_lock(resources: WorkerResources, agent_id: str, lock_token: str | Non
 
 @shared_task(bind=True, name=str(TaskName.RUN_STAGE), **RETRY)
 def run_stage(
-    self: Task, stage: str, agent_id: str, lock_token: str | None = None, day: str | None = None
+    self: Task,
+    stage: str,
+    agent_id: str,
+    lock_token: str | None = None,
+    day: str | None = None,
+    run_key: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Run one dream stage for the agent, recorded in dream_runs; its figures (and Markdown report, if any)."""
+    """Run one dream stage for the agent, recorded in dream_runs with its changes (a dry run records nothing)."""
     resources = resources_of(self.app)
     _check_lock(resources, agent_id, lock_token)
     return resources.service.run_stage(
-        stage, agent_id, day=day, trigger="nightly" if lock_token else "manual", task_id=str(self.request.id)
+        stage,
+        agent_id,
+        day=day,
+        trigger="nightly" if lock_token else "manual",
+        task_id=str(self.request.id),
+        run_key=run_key,
+        dry_run=dry_run,
     )
 
 
 @shared_task(bind=True, name=str(TaskName.NIGHTLY))
-def nightly(self: Task, agent_id: str) -> dict[str, Any]:
-    """Take the agent's nightly lock and start its chain; refused (Conflict) while another run holds it."""
+def nightly(self: Task, agent_id: str, manual: bool = False) -> dict[str, Any]:
+    """Take the agent's nightly lock and start its chain; refused (Conflict) while another run holds it.
+
+    The beat's run is keyed "nightly": a stage it already finished that day is not run again. A dream
+    started by hand (`manual`) is keyed by this task's id, so it runs every stage now, as its own runs.
+    """
     resources = resources_of(self.app)
     token = locks.nightly_token(str(self.request.id))
     if not locks.acquire(resources.redis, agent_id, token, pipelines.nightly_lock_ttl(resources.settings)):
@@ -54,8 +70,9 @@ def nightly(self: Task, agent_id: str) -> dict[str, Any]:
             return {"agent_id": agent_id, "started": False, "reason": "this run's chain was already started"}
         raise Conflict(locks.nightly_running_message(agent_id))
     day = day_of()
+    run_key = f"dream:{self.request.id}" if manual else NIGHTLY
     try:
-        result = pipelines.start_nightly(self.app, agent_id, token, day)
+        result = pipelines.start_nightly(self.app, agent_id, token, day, run_key)
     except Exception:
         locks.release(resources.redis, agent_id, token)  # nothing was started: do not hold the agent for hours
         raise
@@ -63,6 +80,7 @@ def nightly(self: Task, agent_id: str) -> dict[str, Any]:
         "agent_id": agent_id,
         "started": True,
         "day": day,
+        "run_key": run_key,
         "stages": [stage.name for stage in nightly_stages()],
         "last_task_id": result.id,
     }
