@@ -30,6 +30,7 @@ class Dialogue:
     user: str
     query_lines: tuple[str, ...]
     relevant: tuple[str, ...]
+    lines: tuple[str, ...] = ()  # the whole dialogue, as in the file (markers and the lines past the test turn too)
 
 
 def _json_lines(path: Path) -> list[Any]:
@@ -89,6 +90,7 @@ def load_dialogues(directory: Path) -> list[Dialogue]:
                 str(row["user-id"]),
                 dialogue_query(row["dialogue"], turn),
                 tuple(str(r) for r in row["relevant-id"]),
+                tuple(str(line) for line in row["dialogue"]),
             )
         )
     return dialogues

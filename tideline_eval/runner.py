@@ -23,10 +23,26 @@ from tideline_eval import locomo, madial
 from tideline_eval.metrics import dedupe, mean, percentile, recall_at
 
 Progress = Callable[[str, int, int], None]
+Hit = tuple[str, int]  # (kind, id) of one search hit
+# What a narrative hit stands for in LoCoMo: the sessions of the turns it links to, by (agent, narrative id).
+NarrativeSessions = Callable[[str, int], Sequence[str]]
+# Where a narrative came from in MADial: the dialogue it was solidified from, "" for the benchmark's memories.
+NarrativeOrigin = Callable[[str, int], str]
+OTHER = ""  # a ranked hit that is no gold id of any question (a narrative in turn recall, a dream memory in MADial)
+OWN_MARGIN = 10  # hits asked beyond the depth, standing in for a dialogue's own narratives dropped from its ranking
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    """One question's recall at each cut-off (no session recall in MADial) and how many of its hits the dream wrote."""
+
+    recall: dict[int, float]
+    session_recall: dict[int, float]
+    dream_hits: int  # of the top max(k) hits, the memories the dream wrote
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,7 @@ class ModeResult:
     session_recall: dict[int, float] = field(default_factory=dict)
     per_category: dict[int, dict[int, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
+    scores: tuple[QuestionScore, ...] = ()  # per question, in the order asked (not in the JSON figures)
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -60,6 +77,8 @@ def embed_all(service: Service, agents: Sequence[str], progress: Progress, batch
     set per model pass, so a vector depends a little on the texts that share its batch, and the
     figures are comparable only when the batches are.
     """
+    if not service.embeds:
+        return  # a keyword-only deployment (TIDELINE_EMBEDDER=none) keeps no vectors
     total = sum(service.status(agent).embeddings_pending for agent in agents)
     done = 0
     progress("embedding", 0, total)
@@ -75,12 +94,12 @@ class _Clock:
     total: list[float] = field(default_factory=list)
     model: list[float] = field(default_factory=list)
 
-    def timed_search(self, service: Service, agent: str, params: SearchIn) -> list[int]:
+    def timed_search(self, service: Service, agent: str, params: SearchIn) -> list[Hit]:
         started = time.perf_counter()
         outcome = service.search(agent, params)
         self.total.append((time.perf_counter() - started) * 1000)
         self.model.append(outcome.embed_ms)
-        return [h.id for h in outcome.hits]
+        return [(h.kind, h.id) for h in outcome.hits]
 
     def latency_ms(self) -> dict[str, float]:
         """p50/p95 of the whole query; also of the query embedding and of the rest (the engine's own work)."""
@@ -176,6 +195,10 @@ def load_locomo(
     return dia_of
 
 
+def _no_narratives(agent: str, narrative_id: int) -> Sequence[str]:
+    raise AssertionError(f"narrative {narrative_id} of {agent} found, but only turns were searched")
+
+
 def ask_locomo(
     service: Service,
     conversations: Sequence[locomo.Conversation],
@@ -183,7 +206,16 @@ def ask_locomo(
     modes: Sequence[str],
     ks: Sequence[int],
     progress: Progress = _quiet,
+    *,
+    kinds: str = "context",
+    sessions_of: NarrativeSessions = _no_narratives,
 ) -> dict[str, ModeResult]:
+    """Turn and session recall@k of each mode; with `kinds` "all" narratives compete for the places too.
+
+    A narrative hit takes a place in the ranking but hits no evidence turn (turn recall counts the
+    turns shown, and a digest links every turn of its session); it stands for the sessions of the
+    turns it links to in session recall (`sessions_of`).
+    """
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
@@ -192,22 +224,31 @@ def ask_locomo(
         recalls: dict[int, list[float]] = defaultdict(list)
         sessions: dict[int, list[float]] = defaultdict(list)
         by_category: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        scores: list[QuestionScore] = []
         clock = _Clock()
         questions = [(conv, q) for conv in conversations for q in conv.questions]
         for number, (conv, question) in enumerate(questions, 1):
-            ids = clock.timed_search(
+            hits = clock.timed_search(
                 service,
                 conv.sample_id,
-                SearchIn(query=_query(question.question), limit=depth, kinds="context", mode=mode),  # type: ignore[arg-type]
+                SearchIn(query=_query(question.question), limit=depth, kinds=kinds, mode=mode),  # type: ignore[arg-type]
             )
-            ranked = [dia_of[(conv.sample_id, i)] for i in ids]
-            ranked_sessions = dedupe([locomo.session_of(d) for d in ranked])
+            ranked = [dia_of[(conv.sample_id, i)] if kind == "context" else OTHER for kind, i in hits]
+            ranked_sessions = dedupe(
+                [
+                    session
+                    for (kind, i), dia in zip(hits, ranked, strict=True)
+                    for session in ([locomo.session_of(dia)] if kind == "context" else sessions_of(conv.sample_id, i))
+                ]
+            )
             gold_sessions = [locomo.session_of(d) for d in question.evidence]
+            turn_row = {k: recall_at(ranked, question.evidence, k) for k in ks}
+            session_row = {k: recall_at(ranked_sessions, gold_sessions, k) for k in ks}
             for k in ks:
-                r = recall_at(ranked, question.evidence, k)
-                recalls[k].append(r)
-                by_category[question.category][k].append(r)
-                sessions[k].append(recall_at(ranked_sessions, gold_sessions, k))
+                recalls[k].append(turn_row[k])
+                by_category[question.category][k].append(turn_row[k])
+                sessions[k].append(session_row[k])
+            scores.append(QuestionScore(turn_row, session_row, sum(kind != "context" for kind, _ in hits)))
             if number % 25 == 0 or number == len(questions):
                 progress(f"asking ({mode})", number, len(questions))
         results[mode] = ModeResult(
@@ -217,6 +258,7 @@ def ask_locomo(
             session_recall={k: mean(v) for k, v in sessions.items()},
             per_category={c: {k: mean(v) for k, v in row.items()} for c, row in by_category.items()},
             latency_ms=clock.latency_ms(),
+            scores=tuple(scores),
         )
     return results
 
@@ -309,21 +351,35 @@ def ask_madial(
     modes: Sequence[str],
     ks: Sequence[int],
     progress: Progress = _quiet,
+    *,
+    origin_of: NarrativeOrigin | None = None,
 ) -> dict[str, ModeResult]:
+    """Recall@k of the benchmark's memories for each dialogue; any other narrative only takes a place.
+
+    With `origin_of` (the dialogues were also recorded and solidified), a dialogue's search leaves
+    out the narratives solidified from that same dialogue: they would repeat the query back.
+    """
     depth = max(ks)
     results: dict[str, ModeResult] = {}
     for mode in modes:
         service.searcher.forget_queries()
         recalls: dict[int, list[float]] = defaultdict(list)
+        scores: list[QuestionScore] = []
         clock = _Clock()
         for number, dialogue in enumerate(dialogues, 1):
             agent = agent_of_user(dialogue.user)
             # The dialogue goes in as a conversation, as an agent would pass its recent turns.
-            params = SearchIn(conversation=conversation_of(dialogue), limit=depth, kinds="narratives", mode=mode)  # type: ignore[arg-type]
-            ids = clock.timed_search(service, agent, params)
-            ranked = [memory_of[(agent, i)] for i in ids]
+            limit = depth + (OWN_MARGIN if origin_of else 0)
+            params = SearchIn(conversation=conversation_of(dialogue), limit=limit, kinds="narratives", mode=mode)  # type: ignore[arg-type]
+            hits = clock.timed_search(service, agent, params)
+            if origin_of is not None:
+                # The benchmark's memories always stay; a dream memory of this very dialogue would repeat it back.
+                hits = [h for h in hits if (agent, h[1]) in memory_of or origin_of(agent, h[1]) != dialogue.id][:depth]
+            ranked = [memory_of.get((agent, i), OTHER) for _, i in hits]
+            row = {k: recall_at(ranked, dialogue.relevant, k) for k in ks}
             for k in ks:
-                recalls[k].append(recall_at(ranked, dialogue.relevant, k))
+                recalls[k].append(row[k])
+            scores.append(QuestionScore(row, {}, sum((agent, i) not in memory_of for _, i in hits)))
             if number % 20 == 0 or number == len(dialogues):
                 progress(f"asking ({mode})", number, len(dialogues))
         results[mode] = ModeResult(
@@ -331,6 +387,7 @@ def ask_madial(
             questions=len(clock.total),
             recall={k: mean(v) for k, v in recalls.items()},
             latency_ms=clock.latency_ms(),
+            scores=tuple(scores),
         )
     return results
 
