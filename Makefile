@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/script_layer.py
 	$(BIN)/python bench/inject.py
 	$(BIN)/python bench/token_estimate.py
+	$(BIN)/python bench/digests.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache

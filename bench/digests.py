@@ -1,11 +1,11 @@
-"""What the dream's session digests do to questions whose evidence spans several sessions, against single-session ones.
+"""What the dream's extracts (digests, extractive memories) do to multi-session questions, against single-session ones.
 
     .venv/bin/python bench/digests.py [--embedding-cache FILE] [--convs 0-4] [--mode hybrid] [--only locomo|madial]
 
 For each benchmark in ../shared/eval (skipped with a message when absent), as `tideline eval ... --dream`
 does: a throwaway store, the benchmark loaded through the write path and embedded, every question
 asked (narratives and turns searched together), then scan + solidify in-process (extractive, or the
-LLM of TIDELINE_LLM_URL/_MODEL), the new memories embedded, and every question asked again with the
+LLM of TIDELINE_LLM_URL/_MODEL), the new memories embedded, and every question asked again with
 the dream's extracts (session digests and extractive memories) left out of search
 (`dream_extracts_in_search` off, the default) and with them. Figures per group of questions,
 before / after without extracts / after with extracts:

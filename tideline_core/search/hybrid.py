@@ -133,8 +133,8 @@ class HybridSearch:
         self.extracts = extracts
         self.embedder = embedder
         # The indexes hold the corpus, not the queries: two searchers may share them.
-        self.index = vectors or VectorIndex(db, embedder.model)
-        self.keywords = keywords or KeywordIndex(db)
+        self.index = vectors or VectorIndex(db, embedder.model, extracts=extracts)
+        self.keywords = keywords or KeywordIndex(db, extracts=extracts)
         self.query_timeout = query_timeout
         # Agents repeat themselves (the same question next turn, the same recent lines re-sent): a
         # repeated query text costs no model pass.

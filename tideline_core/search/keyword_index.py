@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import literal, select
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
-from tideline_core.store.schema import ContextTurn, Narrative, NarrativeTag
+from tideline_core.store.schema import ContextTurn, Narrative, NarrativeTag, extract_of
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
@@ -82,8 +82,11 @@ class _Shard:
 class KeywordIndex:
     """BM25 over analyzed text (jieba + stopwords + light stemming), per agent and kind."""
 
-    def __init__(self, db: Database, *, k1: float = K1, b: float = B) -> None:
+    def __init__(self, db: Database, *, k1: float = K1, b: float = B, extracts: bool = True) -> None:
         self.db = db
+        # False: the dream's extracts (digests, extractive memories) are read past, never indexed, so they
+        # weigh in no statistic either (document frequencies, lengths).
+        self.extracts = extracts
         self.k1 = k1
         self.b = b
         self._shards: dict[tuple[str, str], _Shard] = {}
@@ -143,12 +146,14 @@ class KeywordIndex:
                     Narrative.cognition_direction,
                     Narrative.entities_role,
                     Narrative.occurred_at,
+                    (literal(False) if self.extracts else extract_of()).label("skipped"),
                 )
                 .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
                 .order_by(Narrative.id)
             ).all()
+            newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
+            rows = [r for r in rows if not r.skipped]
             ids = [int(r.id) for r in rows]
-            newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, ids)
             tags: dict[int, list[str]] = {}
             for chunk in chunks(ids):
                 for narrative_id, tag in conn.execute(

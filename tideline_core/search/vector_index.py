@@ -68,9 +68,10 @@ class VectorIndex:
     worker in another process is searchable on the next query.
     """
 
-    def __init__(self, db: Database, model: str) -> None:
+    def __init__(self, db: Database, model: str, *, extracts: bool = True) -> None:
         self.db = db
         self.model = model
+        self.extracts = extracts  # False: the dream's extracts (digests, extractive memories) are not indexed
         self._shards: dict[tuple[str, str, str], _Shard] = {}
         self._guard = threading.Lock()
 
@@ -96,7 +97,7 @@ class VectorIndex:
             if version is not None and version == shard.version and not shard.cursor.holes:
                 return shard
             with self.db.snapshot() as conn:
-                batch = vectors_after(conn, agent_id, kind, self.model, view, shard.cursor)
+                batch = vectors_after(conn, agent_id, kind, self.model, view, shard.cursor, extracts=self.extracts)
                 newest, visible = catch_up(conn, Embedding.__table__, shard.cursor, [batch.newest])
             if batch.matrix is not None:
                 shard.absorb(batch.row_ids, batch.matrix, batch.times)

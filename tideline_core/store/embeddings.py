@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, literal, select, update
 
 from tideline_core.memory_text import narrative_passage, turn_text
 from tideline_core.records import PendingRow
 from tideline_core.store.catchup import IdCursor, ids_after
 from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives
-from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative
+from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative, extract_of
 
 KINDS = ("narrative", "context")
 VIEWS = ("base", "ctx")
@@ -205,14 +205,23 @@ class VectorBatch:
 
 
 def vectors_after(
-    conn: Connection, agent_id: str, kind: str, model: str, view: str = "base", cursor: IdCursor | None = None
+    conn: Connection,
+    agent_id: str,
+    kind: str,
+    model: str,
+    view: str = "base",
+    cursor: IdCursor | None = None,
+    *,
+    extracts: bool = True,
 ) -> VectorBatch:
-    """The agent's `view` vectors of `model` for rows of `kind` that `cursor` has not absorbed (all without one)."""
+    """The agent's `view` vectors of `model` for rows of `kind` that `cursor` has not absorbed (all without one);
+    without `extracts`, a narrative that is one of the dream's extracts is read past but not returned."""
     table = _TABLE[kind]
     stamp = Narrative.occurred_at if kind == "narrative" else ContextTurn.created_at
+    skipped = extract_of() if kind == "narrative" and not extracts else literal(False)
     after = cursor or IdCursor()
     rows = conn.execute(
-        select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp)
+        select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp, skipped.label("skipped"))
         .join(table, table.id == Embedding.row_id)
         .where(
             Embedding.agent_id == agent_id,
@@ -225,8 +234,12 @@ def vectors_after(
     ).all()
     if not rows:
         return VectorBatch(after.last_id, [], None, [])
+    newest = max(after.last_id, rows[-1].id)
+    rows = [r for r in rows if not r.skipped]
+    if not rows:
+        return VectorBatch(newest, [], None, [])
     matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), rows[0].dim)
-    return VectorBatch(max(after.last_id, rows[-1].id), [r.row_id for r in rows], matrix, [r[4] for r in rows])
+    return VectorBatch(newest, [r.row_id for r in rows], matrix, [r[4] for r in rows])
 
 
 def vectors_of(

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    or_,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -112,6 +113,13 @@ class Narrative(Owned, Base):
         Index("ix_narratives_agent_weight", "agent_id", "weight"),
         Index("ix_narratives_embedding_state", "embedding_state", "created_at"),
     )
+
+
+def extract_of(table: Any = None) -> Any:
+    """SQL truth of "this narrative is one of the dream's extracts": a session digest or an extractive memory,
+    text taken from conversation that search covers anyway (left out of search unless asked for)."""
+    narratives = table if table is not None else Narrative.__table__
+    return or_(narratives.c.narrative_type == "digest", narratives.c.origin == "extractive")
 
 
 class NarrativeTag(Base):

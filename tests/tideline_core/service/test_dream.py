@@ -15,7 +15,7 @@ from sqlalchemy import select
 from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.errors import Conflict, InvalidInput, LLMOutputInvalid
-from tideline_core.inputs import NarrativeIn, ProfileIn, RecallQuery
+from tideline_core.inputs import NarrativeIn, ProfileIn, RecallQuery, SearchIn
 from tideline_core.llm import HttpChatLLM
 from tideline_core.service import Service
 from tideline_core.settings import Settings
@@ -290,3 +290,18 @@ def test_comb_merges_a_duplicate_by_superseding_the_older_which_stays_readable(
     assert rows[older].superseded_by == newer and rows[newer].superseded_by is None
     recalled = {n.id: n for n in online.recall(AGENT, RecallQuery())}
     assert recalled[older].superseded_by == newer
+
+
+def test_search_ranks_exactly_as_before_the_dream_unless_asked_for_its_extracts(tmp_path: Path) -> None:
+    service = make_service(tmp_path, None)
+    record_day(service, AGENT)
+    query = SearchIn(query="Atlas launch audit 北京 论坛", kinds="all", mode="keyword", limit=10)
+    before = [(h.kind, h.id, h.score) for h in service.search(AGENT, query).hits]
+    run(service, "solidify")
+    after = [(h.kind, h.id, h.score) for h in service.search(AGENT, query).hits]
+    assert after == before and {kind for kind, _, _ in after} == {"context"}
+    service.close()
+    asking = make_service(tmp_path, None, dream_extracts_in_search=True)
+    found = [h.kind for h in asking.search(AGENT, query).hits]
+    asking.close()
+    assert "narrative" in found
