@@ -153,7 +153,8 @@ def _run_dict(run: Any) -> dict[str, Any]:
 
 
 def _figures(outputs: dict[str, Any]) -> str:
-    shown = {k: v for k, v in outputs.items() if k not in ("prompts", "markdown") and not isinstance(v, list | dict)}
+    hidden = ("prompts", "markdown", "skipped", "method") if outputs.get("skipped") else ("prompts", "markdown")
+    shown = {k: v for k, v in outputs.items() if k not in hidden and not isinstance(v, list | dict)}
     return ", ".join(f"{k}={v}" for k, v in shown.items())
 
 

@@ -175,3 +175,28 @@ def test_a_dry_run_writes_nothing_and_a_second_nightly_chain_the_same_day_applie
     celery_app.AsyncResult(second["last_task_id"]).get(timeout=TIMEOUT)
     assert second["started"] and dump(database) == after_first and len(llm.requests) == asked
     assert {stage: run.id for stage, run in runs(database).items()} == ids
+
+
+def test_a_dream_started_by_hand_runs_every_stage_now_as_manual_runs_even_after_the_nightly_one(
+    service: Service,
+    database: Database,
+    celery_app: Any,
+    celery_worker: Any,
+    celery_jobs: Any,
+    llm: ScriptedLLM,
+    redis_client: Any,
+    wait_until: Any,
+) -> None:
+    record_day(service, "alice")
+    llm.default(answers)
+    nightly = celery_app.send_task(str(TaskName.NIGHTLY), kwargs={"agent_id": "alice"}).get(timeout=TIMEOUT)
+    celery_app.AsyncResult(nightly["last_task_id"]).get(timeout=TIMEOUT)
+    started = celery_app.AsyncResult(service.trigger("alice", "dream")).get(timeout=TIMEOUT)
+    celery_app.AsyncResult(started["last_task_id"]).get(timeout=TIMEOUT)
+    with database.read() as conn:
+        manual = [r for r in recent_runs(conn, "alice", 50) if r.run_key == started["run_key"]]
+    assert started["run_key"].startswith("dream:") and len(manual) == len(nightly_stages())
+    assert {r.inputs["trigger"] for r in manual} == {"manual"}
+    # Nothing new was said since the night: solidify finds nothing new to digest.
+    solidify = next(r for r in manual if r.stage == "solidify")
+    assert solidify.outputs["memories"] == 0 and solidify.outputs["digests"] == 0

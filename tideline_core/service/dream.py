@@ -70,7 +70,7 @@ class DreamOps(ServiceParts):
         """
         stage = stage_named(stage_name)
         day = day or day_of()
-        key = run_key or (NIGHTLY if trigger == "nightly" else task_id)
+        key = run_key or (NIGHTLY if trigger == "nightly" else task_id)  # a chain always passes its run key
         outcome = run_stage(
             self.stages, stage, agent_id, day, {"trigger": trigger, "task_id": task_id}, run_key=key, dry_run=dry_run
         )

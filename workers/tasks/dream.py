@@ -44,11 +44,13 @@ def run_stage(
     """Run one dream stage for the agent, recorded in dream_runs with its changes (a dry run records nothing)."""
     resources = resources_of(self.app)
     _check_lock(resources, agent_id, lock_token)
+    # The beat's chain is "nightly"; a stage or a whole dream started by hand (its own run key) is "manual".
+    nightly = lock_token is not None and run_key in (None, NIGHTLY)
     return resources.service.run_stage(
         stage,
         agent_id,
         day=day,
-        trigger="nightly" if lock_token else "manual",
+        trigger="nightly" if nightly else "manual",
         task_id=str(self.request.id),
         run_key=run_key,
         dry_run=dry_run,
