@@ -433,7 +433,9 @@ def _tag_cached(han: str) -> tuple[tuple[str, str], ...]:
 
 
 def _tag_run(han: str) -> tuple[tuple[str, str], ...]:
-    return tuple((pair.word, pair.flag) for pair in _tagger().cut(han))
+    # Without jieba's HMM: its Viterbi pass over unknown runs was 85% of solidifying (3,000 turns: 21.5 s
+    # against 5.9 s). Names it would guess come from the speakers, the known persons and the dictionary.
+    return tuple((pair.word, pair.flag) for pair in _tagger().cut(han, HMM=False))
 
 
 def _resolve(name: str, aliases: Mapping[str, str]) -> str:
