@@ -10,7 +10,7 @@ import pytest
 from dream_helpers import dump, record_day, shown_data
 from llm_server import ScriptedLLM, prompt_name
 from service_helpers import FakeQueue
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
@@ -212,13 +212,19 @@ def test_a_dry_run_returns_the_changes_a_run_would_make_and_writes_nothing(offli
     assert [c["summary"] for c in dry["changes"]] == [c["summary"] for c in real["changes"]]
 
 
+def keyword_rows(service: Service) -> list[tuple[Any, ...]]:
+    with service.db.read() as conn:
+        return [tuple(r) for r in conn.execute(text("SELECT rowid, agent_id, body FROM narratives_fts ORDER BY rowid"))]
+
+
 def test_undo_restores_the_exact_state_before_the_run(offline: Service) -> None:
     record_day(offline, AGENT)
-    before = dump(offline.db)
+    before, keywords = dump(offline.db), keyword_rows(offline)
     result = run(offline, "solidify")
-    assert dump(offline.db) != before
+    assert dump(offline.db) != before and keyword_rows(offline) != keywords
     report = offline.dream_undo(AGENT, result["run_id"])
     assert report.restored == result["changes_total"] and dump(offline.db) == before
+    assert keyword_rows(offline) == keywords
     with pytest.raises(Conflict, match="already undone"):
         offline.dream_undo(AGENT, result["run_id"])
     # Undone, the conversation is new again: the next solidify takes it up.
