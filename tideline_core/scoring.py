@@ -30,6 +30,9 @@ def weight(importance: int, emotional: int, recurrence: int, unresolved: int) ->
     return round(raw / 5, 6)
 
 
+SATURATED = 11  # from this many other narratives sharing a tag, recurrence is 5 whatever the count
+
+
 def recurrence_score(shared_count: int | None) -> int:
     """Other narratives sharing a tag → 1–5; None means the narrative has no tags (→ 3)."""
     if shared_count is None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +12,7 @@ import pytest
 from dream_helpers import record_day, shown_data
 from llm_server import ScriptedLLM
 from sqlalchemy import func, select
+from worker_processes import kill, start_worker, stop
 
 from tideline_core.compose import compose
 from tideline_core.dream.runs import recent_runs
@@ -36,43 +34,22 @@ def llm() -> Iterator[ScriptedLLM]:
 
 
 def start_dream_worker(settings: Settings, llm: ScriptedLLM, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "TIDELINE_HOME": str(settings.home),
-        "TIDELINE_REDIS_URL": settings.resolved_redis_url,
-        "TIDELINE_DATABASE_URL": settings.resolved_database_url,
-        "TIDELINE_EMBEDDER": "none",
-        "TIDELINE_LLM_URL": llm.url,
-        "TIDELINE_LLM_MODEL": "scripted",
-        "TIDELINE_LLM_MAX_ATTEMPTS": "1",
-        "TIDELINE_VISIBILITY_TIMEOUT": "3600",
-        "TIDELINE_WORKER_LIVENESS_SECONDS": "4",
-        "TIDELINE_LOG_LEVEL": "INFO",
-    }
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "tideline_cli", "worker", "dream", "--concurrency", "1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    return start_worker(
+        settings,
+        "dream",
+        log,
+        TIDELINE_EMBEDDER="none",
+        TIDELINE_LLM_URL=llm.url,
+        TIDELINE_LLM_MODEL="scripted",
+        TIDELINE_LLM_MAX_ATTEMPTS="1",
+        TIDELINE_VISIBILITY_TIMEOUT="3600",
+        TIDELINE_WORKER_LIVENESS_SECONDS="4",
+    )
 
 
 def statuses(database: Database) -> list[str]:
     with database.read() as conn:
         return [r.status for r in recent_runs(conn, "alice")]
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=15)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=5)
 
 
 def test_a_dream_worker_killed_mid_solidify_applies_nothing_and_the_stage_run_again_applies_each_change_once(
@@ -98,8 +75,7 @@ def test_a_dream_worker_killed_mid_solidify_applies_nothing_and_the_stage_run_ag
     try:
         task_id = service.trigger("alice", "solidify")
         assert in_flight.wait(timeout=60), f"the first worker never asked about the second chunk (log: {log})"
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=5)
+        kill(first)
     finally:
         release.set()
         stop(first)

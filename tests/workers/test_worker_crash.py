@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from worker_processes import kill, start_worker, stop
 
 from tideline_core.inputs import NarrativeIn
 from tideline_core.settings import Settings
@@ -73,49 +71,27 @@ def embeddings() -> Iterator[SlowEmbeddings]:
     server.server_close()
 
 
-def start_worker(settings: Settings, embedding_url: str, log: Path, **more: str) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "TIDELINE_HOME": str(settings.home),
-        "TIDELINE_REDIS_URL": settings.resolved_redis_url,
-        "TIDELINE_DATABASE_URL": settings.resolved_database_url,
-        "TIDELINE_EMBEDDER": "http",
-        "TIDELINE_EMBEDDING_URL": embedding_url,
-        "TIDELINE_EMBED_BATCH_SIZE": "2",
-        "TIDELINE_VISIBILITY_TIMEOUT": "8",
-        "TIDELINE_RECONCILE_GRACE_SECONDS": "3600",
-        "TIDELINE_LOG_LEVEL": "INFO",
+def start_embedding_worker(settings: Settings, embedding_url: str, log: Path, **more: str) -> subprocess.Popen[bytes]:
+    return start_worker(
+        settings,
+        "ingest",
+        log,
+        TIDELINE_EMBEDDER="http",
+        TIDELINE_EMBEDDING_URL=embedding_url,
+        TIDELINE_EMBED_BATCH_SIZE="2",
+        TIDELINE_VISIBILITY_TIMEOUT="8",
+        TIDELINE_RECONCILE_GRACE_SECONDS="3600",
         **more,
-    }
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "tideline_cli", "worker", "ingest", "--concurrency", "1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=15)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=5)
+    )
 
 
 def kill_mid_batch(settings: Settings, embeddings: SlowEmbeddings, celery_jobs: Any, log: Path, **more: str) -> None:
     """Start a worker, ask for alice's embedding, and kill -9 the whole worker (pool included) mid-batch."""
-    first = start_worker(settings, embeddings.url, log, **more)
+    first = start_embedding_worker(settings, embeddings.url, log, **more)
     try:
         assert celery_jobs.embed("alice")
         assert embeddings.second_request.wait(timeout=30), "the first worker never started embedding"
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=5)
+        kill(first)
     finally:
         stop(first)
 
@@ -139,7 +115,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_embeds_nothing_twice(
             return {state: int(n) for state, n in rows}
 
     assert states().get("pending", 0) > 0, "the kill came too late to test anything"
-    second = start_worker(settings, embeddings.url, log)
+    second = start_embedding_worker(settings, embeddings.url, log)
     try:
         # No reconcile and no new enqueue: the unacked task itself comes back after the visibility timeout.
         wait_until(
@@ -179,7 +155,7 @@ def test_a_killed_workers_task_runs_again_as_soon_as_it_is_known_dead_not_after_
             return int(conn.execute(select(func.count()).where(Narrative.embedding_state == "pending")).scalar_one())
 
     assert pending() > 0, "the kill came too late to test anything"
-    second = start_worker(settings, embeddings.url, log, **hour, **span)
+    second = start_embedding_worker(settings, embeddings.url, log, **hour, **span)
     try:
         # No reconcile, no new enqueue, and an hour's visibility timeout: only the sweep can bring it back.
         wait_until(lambda: pending() == 0, timeout=40, message=f"the dead worker's task run again (log: {log})")

@@ -21,15 +21,21 @@ from tideline_core.timeutil import utcnow
 
 
 def shared_tag_count(conn: Connection, agent_id: str, tags: Sequence[str], exclude_id: int | None = None) -> int | None:
-    """How many other narratives of the agent share at least one of `tags` (None when no tags)."""
+    """How many other narratives of the agent share at least one of `tags`, counted up to the point where the
+    recurrence score stops rising (`scoring.SATURATED`); None when no tags.
+
+    Counting every holder of a popular tag made each write cost time in proportion to the store (a dream
+    writing 7,000 narratives into 30,000: 22 s of counting); the score needs only the first eleven.
+    """
     if not tags:
         return None
-    query = select(func.count(func.distinct(NarrativeTag.narrative_id))).where(
+    holders = select(NarrativeTag.narrative_id).where(
         NarrativeTag.agent_id == agent_id, NarrativeTag.tag.in_(list(tags))
     )
     if exclude_id is not None:
-        query = query.where(NarrativeTag.narrative_id != exclude_id)
-    return int(conn.execute(query).scalar_one())
+        holders = holders.where(NarrativeTag.narrative_id != exclude_id)
+    first = holders.distinct().limit(scoring.SATURATED).subquery()
+    return int(conn.execute(select(func.count()).select_from(first)).scalar_one())
 
 
 def _check_source_links(conn: Connection, agent_id: str, links: Sequence[int]) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
-from sqlalchemy import Connection, insert, or_, select
+from sqlalchemy import Connection, Select, insert, or_, select
 
 from tideline_core.dream.scan.backfill import NarrativeAnchor, TurnAnchor, propose_links
 from tideline_core.dream.scan.scanner import NarrativeRow, ScanReport, TurnRow, scan
@@ -18,6 +19,19 @@ from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource, 
 def watermark_of(conn: Connection, agent_id: str) -> int:
     value = conn.execute(select(ScanWatermark.last_context_id).where(ScanWatermark.agent_id == agent_id)).scalar()
     return int(value or 0)
+
+
+def select_turn_rows() -> Select[int, str, str, str, str, datetime, str]:
+    """The columns a `TurnRow` is made of, for a query to narrow."""
+    return select(
+        ContextTurn.id,
+        ContextTurn.session_id,
+        ContextTurn.role,
+        ContextTurn.speaker,
+        ContextTurn.content,
+        ContextTurn.created_at,
+        ContextTurn.embedding_state,
+    )
 
 
 def scan_agent(db: Database, agent_id: str) -> ScanReport:
@@ -45,15 +59,7 @@ def scan_agent(db: Database, agent_id: str) -> ScanReport:
         turns = [
             TurnRow(r.id, r.session_id, r.role, r.speaker, r.content, r.created_at, r.embedding_state)
             for r in conn.execute(
-                select(
-                    ContextTurn.id,
-                    ContextTurn.session_id,
-                    ContextTurn.role,
-                    ContextTurn.speaker,
-                    ContextTurn.content,
-                    ContextTurn.created_at,
-                    ContextTurn.embedding_state,
-                )
+                select_turn_rows()
                 .where(
                     ContextTurn.agent_id == agent_id,
                     or_(ContextTurn.id > mark, ContextTurn.embedding_state == "pending"),

@@ -27,7 +27,7 @@ from tideline_core.dream.answers import DigestAnswer, SolidifyAnswer
 from tideline_core.dream.plan import AddNarrative, Intent, MoveWatermark, Plan
 from tideline_core.dream.registry import StageContext, StageOutput
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
-from tideline_core.dream.scan.store import scan_agent
+from tideline_core.dream.scan.store import scan_agent, select_turn_rows
 from tideline_core.dream.solidify.extractive import digest_text, extract_digest, extract_memories, turn_centrality
 from tideline_core.errors import BudgetExhausted, InvalidInput
 from tideline_core.inputs import MAX_GESTURE, MAX_LIST, NarrativeIn
@@ -203,14 +203,7 @@ def _turns_data(turns: Sequence[TurnRow]) -> list[dict[str, Any]]:
 def _digest(ctx: StageContext, agent_id: str, session_id: str) -> _Digested:
     with ctx.db.read() as conn:
         rows = conn.execute(
-            select(
-                ContextTurn.id,
-                ContextTurn.session_id,
-                ContextTurn.role,
-                ContextTurn.speaker,
-                ContextTurn.content,
-                ContextTurn.created_at,
-            )
+            select_turn_rows()
             .where(ContextTurn.agent_id == agent_id, ContextTurn.session_id == session_id)
             .order_by(ContextTurn.id.desc())
             .limit(MAX_DIGEST_TURNS)
