@@ -72,17 +72,14 @@ def embeddings() -> Iterator[SlowEmbeddings]:
 
 
 def start_embedding_worker(settings: Settings, embedding_url: str, log: Path, **more: str) -> subprocess.Popen[bytes]:
-    return start_worker(
-        settings,
-        "ingest",
-        log,
-        TIDELINE_EMBEDDER="http",
-        TIDELINE_EMBEDDING_URL=embedding_url,
-        TIDELINE_EMBED_BATCH_SIZE="2",
-        TIDELINE_VISIBILITY_TIMEOUT="8",
-        TIDELINE_RECONCILE_GRACE_SECONDS="3600",
-        **more,
-    )
+    defaults = {
+        "TIDELINE_EMBEDDER": "http",
+        "TIDELINE_EMBEDDING_URL": embedding_url,
+        "TIDELINE_EMBED_BATCH_SIZE": "2",
+        "TIDELINE_VISIBILITY_TIMEOUT": "8",
+        "TIDELINE_RECONCILE_GRACE_SECONDS": "3600",
+    }
+    return start_worker(settings, "ingest", log, **{**defaults, **more})
 
 
 def kill_mid_batch(settings: Settings, embeddings: SlowEmbeddings, celery_jobs: Any, log: Path, **more: str) -> None:
