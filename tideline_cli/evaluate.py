@@ -1,4 +1,4 @@
-"""`tideline eval`: retrieval recall on LoCoMo- and MADial-format benchmarks, in a throwaway data dir."""
+"""`tideline eval`: retrieval recall on LoCoMo- and MADial-format benchmarks and MemDaily, in a throwaway data dir."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tideline_core.errors import InvalidInput
 from tideline_core.settings import Settings
 
 if TYPE_CHECKING:
+    from tideline_core.service import Service
     from tideline_eval.dream import DreamResult
     from tideline_eval.runner import InjectResult, ModeResult
 
@@ -24,7 +25,7 @@ DREAM_TOKENS = 10**9  # an evaluation solidifies a whole benchmark at once: no d
 def add_parser(sub: Any) -> None:
     evaluate = sub.add_parser(
         "eval",
-        help="measure retrieval recall on LoCoMo or MADial (a benchmark, not a test)",
+        help="measure retrieval recall on LoCoMo, MADial or MemDaily (a benchmark, not a test)",
         description="Load a benchmark into a fresh throwaway data dir through the real write path, embed it with "
         "the configured embedder (TIDELINE_EMBEDDER), ask every question through the same search the MCP tools "
         "use, and print recall@k and query latency. The data dir is deleted afterwards.",
@@ -44,7 +45,25 @@ def add_parser(sub: Any) -> None:
         "optionally published-top20/ (the benchmark's own top-20 runs, shown alongside).",
     )
     ma.add_argument("path", type=Path, help="the MADial directory, e.g. ../shared/eval/madial-zh")
-    for parser in (lo, ma):
+    md = bench.add_parser(
+        "memdaily",
+        help="MemSim's MemDaily (Chinese): each file's trajectories pooled into one memory, unambiguous questions",
+        description="DIR is a local checkout of MemSim (nuster1128/MemSim, no license: read in place, never "
+        "copied) or its data_generation/final_dataset/messages_and_QAs folder. Each file's trajectories become "
+        "one agent's memory (a trajectory a session of user turns, times read as UTC+8, each text kept once); "
+        "recall is scored on the questions that name something only their own trajectory mentions, and "
+        "on every question of the roles/items/places files. Only the roles, items, places and hybrid files "
+        "are read: the events files are held out for checking generalisation (--held-out).",
+    )
+    md.add_argument("path", type=Path, help="the MemSim checkout or its messages_and_QAs folder")
+    md.add_argument(
+        "--held-out",
+        action="store_true",
+        help="run the held-out events files instead of the tuning files: for checking that a change tuned on the "
+        "others generalises, never for tuning",
+    )
+    md.set_defaults(inject=False, dream=False, budget=None)
+    for parser in (lo, ma, md):
         parser.add_argument(
             "--mode",
             choices=(*MODES, "all"),
@@ -60,6 +79,7 @@ def add_parser(sub: Any) -> None:
             help="keep the embeddings in this SQLite file, so a repeated run of the same texts skips the model "
             "(for iterating; latency figures of a cached run leave out the model pass)",
         )
+    for parser in (lo, ma):
         parser.add_argument(
             "--inject",
             action="store_true",
@@ -213,6 +233,100 @@ def _print_inject(result: InjectResult, unit: str) -> None:
     print(f"  {'latency':<32}p50 {ms['p50']:7.1f} ms   p95 {ms['p95']:7.1f} ms   ({result.questions} questions)")
 
 
+def _memdaily(
+    service: Service, args: argparse.Namespace, modes: list[str], ks: list[int], bar: Bar, model: str
+) -> dict[str, Any]:
+    """Load the chosen MemDaily files, ask every question, print and return the figures."""
+    from tideline_eval import memdaily, runner
+
+    paths = memdaily.files(args.path, held_out=args.held_out)
+    pools = [memdaily.load(path) for path in paths]
+    questions = [(pool, q) for pool in pools for q in pool.questions]
+    kept = sum(q.unambiguous for _, q in questions)
+    if args.held_out:
+        which = "MemDaily HELD-OUT files (events): for checking that a change generalises; never tune on these figures"
+    else:
+        which = (
+            f"MemDaily tuning files ({', '.join(memdaily.TUNING_KINDS)}); the "
+            f"{', '.join(memdaily.HELD_OUT_KINDS)} files are held out for checking generalisation and not read"
+        )
+    print(which, file=sys.stderr)
+    print(
+        f"  {len(pools)} files, {sum(p.messages for p in pools)} messages kept once as "
+        f"{sum(len(p.turns) for p in pools)} turns (times read as UTC+8), {len(questions)} questions, "
+        f"{kept} unambiguous; embedder {model}",
+        file=sys.stderr,
+    )
+    key_of = runner.load_memdaily(service, pools, bar)
+    results = runner.ask_memdaily(service, pools, key_of, modes, ks, bar)
+    print(f"\n{which}")
+    print(f"{'file':<30}{'trajectories':>13}{'messages':>10}{'turns':>8}{'questions':>11}{'kept':>7}{'dropped':>9}")
+    for pool in pools:
+        print(
+            f"{pool.name:<30}{pool.trajectories:>13}{pool.messages:>10}{len(pool.turns):>8}{len(pool.questions):>11}"
+            f"{pool.unambiguous:>7}{len(pool.questions) - pool.unambiguous:>9}"
+        )
+    print(f"{'all':<30}{'':>13}{'':>10}{'':>8}{len(questions):>11}{kept:>7}{len(questions) - kept:>9}")
+    print("kept: the question and its evidence name something (a proper noun, a noun compound, a Latin/digit run, a")
+    print("quoted title) that no stored text outside the question's own trajectory mentions")
+    header = f"  {'':<24}" + "".join(f"{'R@' + str(k):>8}" for k in ks)
+    unfiltered_kinds = [k for k in memdaily.UNFILTERED_KINDS if any(p.kind == k for p in pools)]
+    sets = [
+        (f"unambiguous questions ({kept})", "unambiguous", [q.unambiguous for _, q in questions]),
+        (
+            f"every question of the {'/'.join(unfiltered_kinds)} files, unfiltered "
+            f"({sum(p.kind in unfiltered_kinds for p, _ in questions)})",
+            "unfiltered",
+            [p.kind in unfiltered_kinds for p, _ in questions],
+        ),
+    ]
+    figures: dict[str, Any] = {
+        "files": [
+            {
+                "file": p.name,
+                "trajectories": p.trajectories,
+                "messages": p.messages,
+                "turns": len(p.turns),
+                "questions": len(p.questions),
+                "unambiguous": p.unambiguous,
+            }
+            for p in pools
+        ],
+        "held_out": bool(args.held_out),
+    }
+    for title, name, chosen in sets:
+        if not any(chosen):
+            continue
+        subset = {mode: runner.restrict(r, chosen) for mode, r in results.items()}
+        for level in ("turn", "session"):
+            print(f"\nrecall@k, {title}, {level} level" + (" (a session = a trajectory)" if level == "session" else ""))
+            print(header)
+            for mode, r in subset.items():
+                print(_row(mode, r.recall if level == "turn" else r.session_recall, ks))
+        figures[name] = {mode: r.as_json() for mode, r in subset.items()}
+    kinds = list(dict.fromkeys(p.kind for p, q in questions if q.unambiguous))
+    if kinds:
+        print("\nrecall@k, unambiguous questions by kind of file, turn level")
+        print(header)
+        by_kind: dict[str, dict[str, Any]] = {}
+        for kind in kinds:
+            chosen = [q.unambiguous and p.kind == kind for p, q in questions]
+            for mode, r in results.items():
+                part = runner.restrict(r, chosen)
+                print(_row(f"{kind} ({part.questions}), {mode}", part.recall, ks))
+                by_kind.setdefault(kind, {})[mode] = {str(k): round(v, 4) for k, v in part.recall.items()}
+        figures["unambiguous_by_kind"] = by_kind
+    print("\nquery latency (every question asked; whole search = query embedding + the rest)")
+    for mode, r in results.items():
+        ms = r.latency_ms
+        print(f"  {mode:<24} p50 {ms['p50']:7.1f} ms   p95 {ms['p95']:7.1f} ms   ({r.questions} questions)")
+    figures["latency_ms"] = {
+        mode: {"questions": r.questions} | {k: round(v, 2) for k, v in r.latency_ms.items()}
+        for mode, r in results.items()
+    }
+    return figures
+
+
 def _budget(value: int | None, inject: bool) -> int | None:
     if value is None:
         return None
@@ -273,6 +387,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 dreamt = dream.dream_locomo(service, throwaway, chosen, dia_of, modes, ks, bar)
                 _print_dream(results, dreamt, ks, session=True)
                 figures["dream"] = dreamt.as_json()
+        elif args.benchmark == "memdaily":
+            figures = _memdaily(service, args, modes, ks, bar, embedder.model)
         else:
             if not args.path.is_dir():
                 raise InvalidInput("path", f"{args.path} is not a directory (expected the MADial folder)")

@@ -1,3 +1,3 @@
-"""Retrieval evaluation on real benchmarks (LoCoMo, MADial) through the real write and search paths."""
+"""Retrieval evaluation on real benchmarks (LoCoMo, MADial, MemDaily) through the real write and search paths."""
 
-__all__ = ["cache", "dream", "locomo", "madial", "metrics", "runner"]
+__all__ = ["cache", "dream", "locomo", "madial", "memdaily", "metrics", "runner"]

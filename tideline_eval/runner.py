@@ -19,7 +19,7 @@ from tideline_core.inputs import (
     SearchIn,
 )
 from tideline_core.service import Service
-from tideline_eval import locomo, madial
+from tideline_eval import locomo, madial, memdaily
 from tideline_eval.metrics import dedupe, mean, percentile, recall_at
 
 Progress = Callable[[str, int, int], None]
@@ -283,6 +283,63 @@ def inject_locomo(
         if number % 25 == 0 or number == len(questions):
             progress("per-turn blocks", number, len(questions))
     return _inject_result(blocks, budget or service.inject.rules.turn_budget)
+
+
+def load_memdaily(
+    service: Service, pools: Sequence[memdaily.Pool], progress: Progress = _quiet
+) -> dict[tuple[str, int], str]:
+    """Each file one agent, each trajectory one session of user turns, embedded; (agent, turn id) → turn key."""
+    key_of: dict[tuple[str, int], str] = {}
+    total = sum(len(p.turns) for p in pools)
+    for pool in pools:
+        by_trajectory: dict[int, list[memdaily.Turn]] = defaultdict(list)
+        for turn in pool.turns:
+            by_trajectory[turn.trajectory].append(turn)
+        for trajectory, turns in by_trajectory.items():
+            items = [
+                ContextTurnIn(
+                    role="user",
+                    content=t.text,
+                    session_id=f"{pool.name}:{trajectory}",
+                    metadata={"memdaily": t.key, "place": t.place},
+                    created_at=t.at,
+                )
+                for t in turns
+            ]
+            recorded = service.record_turns(pool.agent, items)
+            key_of.update({(pool.agent, i): t.key for i, t in zip(recorded.ids, turns, strict=True)})
+            progress("loading", len(key_of), total)
+    embed_all(service, [p.agent for p in pools], progress)
+    return key_of
+
+
+def ask_memdaily(
+    service: Service,
+    pools: Sequence[memdaily.Pool],
+    key_of: dict[tuple[str, int], str],
+    modes: Sequence[str],
+    ks: Sequence[int],
+    progress: Progress = _quiet,
+) -> dict[str, ModeResult]:
+    """Turn and session (trajectory) recall@k of every question, as LoCoMo's are scored; `restrict` picks a subset."""
+    asked = [
+        locomo.Conversation(pool.agent, (), tuple(locomo.Question(q.text, q.evidence, 0) for q in pool.questions))
+        for pool in pools
+    ]
+    return ask_locomo(service, asked, key_of, modes, ks, progress)
+
+
+def restrict(result: ModeResult, chosen: Sequence[bool]) -> ModeResult:
+    """The recall over the chosen questions only (one flag per question, in the order asked); no latency, which
+    was measured over every question asked."""
+    scores = [s for s, keep in zip(result.scores, chosen, strict=True) if keep]
+    return ModeResult(
+        mode=result.mode,
+        questions=len(scores),
+        recall={k: mean([s.recall[k] for s in scores]) for k in result.recall},
+        session_recall={k: mean([s.session_recall[k] for s in scores]) for k in result.session_recall},
+        scores=tuple(scores),
+    )
 
 
 def _memory_time(text: str) -> datetime | None:
