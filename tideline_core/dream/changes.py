@@ -131,6 +131,11 @@ def _where(table: Table, key: Mapping[str, Any]) -> Any:
     return and_(*(table.c[name] == value for name, value in key.items()))
 
 
+def key_of(target: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The primary key of a recorded row (a snapshot holds every column, the key's among them)."""
+    return {column.name: row[column.name] for column in TABLES[target].primary_key.columns}
+
+
 def snapshot(conn: Connection, target: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
     """The row's every column as JSON values, or None when there is no such row."""
     table = TABLES[target]

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.dream.asking import StageLLM
-from tideline_core.dream.changes import RowChange, StoredChange, apply_plan, undo_blockers, undo_changes
+from tideline_core.dream.changes import RowChange, StoredChange, apply_plan, key_of, undo_blockers, undo_changes
 from tideline_core.dream.registry import Stage, StageContext, StageOutput
 from tideline_core.errors import BudgetExhausted, Conflict, NotFound
 from tideline_core.llm.budget import TokenBudget
@@ -329,14 +329,13 @@ def run_by_id(conn: Connection, agent_id: str, run_id: int) -> DreamRunRecord:
 
 
 def _stored(row: Any) -> StoredChange:
-    key = dict(part.split("=", 1) for part in row.row_key.split(","))
     return StoredChange(
         id=row.id,
         run_id=row.run_id,
         action=row.action,
         target=row.target,
         row_key=row.row_key,
-        key={k: int(v) if v.lstrip("-").isdigit() else v for k, v in key.items()},
+        key=key_of(row.target, row.after),
         before=row.before,
         after=dict(row.after),
         summary=row.summary,

@@ -311,3 +311,13 @@ def test_search_ranks_exactly_as_before_the_dream_unless_asked_for_its_extracts(
     found = [h.kind for h in asking.search(AGENT, query).hits]
     asking.close()
     assert "narrative" in found
+
+
+def test_undo_restores_rows_keyed_by_any_agent_id(offline: Service) -> None:
+    agent = "team=a,b 42"  # the scan watermark's row is keyed by the agent id itself
+    record_day(offline, agent)
+    before = dump(offline.db)
+    result = offline.run_stage("solidify", agent, trigger="manual", task_id="t-odd")
+    assert any(c["target"] == "scan_watermarks" for c in result["changes"])
+    offline.dream_undo(agent, result["run_id"])
+    assert dump(offline.db) == before
