@@ -70,7 +70,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     with open_service(settings, keyword_only=True) as service:
         if action == "log":
-            runs = service.dream_log(agent, limit=args.limit, stage=args.log_stage)
+            from tideline_core.inputs import DreamLogQuery, parse
+
+            query = parse(DreamLogQuery, {"limit": args.limit, "stage": args.log_stage})
+            runs = service.dream_log(agent, limit=query.limit, stage=query.stage)
             _print(as_json, [_run_dict(r) for r in runs], _log_lines)
             return 0
         if action == "show":

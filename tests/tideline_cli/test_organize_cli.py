@@ -3,40 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from cli_helpers import tideline
 from seeds import seed
 
-from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from workers import locks
-
-
-@pytest.fixture
-def env(settings: Settings) -> dict[str, str]:
-    """The CLI's environment: the same data dir, Redis and agent as the worker fixture's settings."""
-    values = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
-    values.update(
-        {
-            "TIDELINE_HOME": str(settings.home),
-            "TIDELINE_REDIS_URL": str(settings.redis_url),
-            "TIDELINE_DATABASE_URL": settings.resolved_database_url,
-            "TIDELINE_EMBEDDER": settings.embedder,
-            "TIDELINE_AGENT": "alice",
-        }
-    )
-    return values
-
-
-def tideline(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tideline_cli", *args], env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 def test_recluster_with_wait_follows_the_task_and_prints_its_result(
