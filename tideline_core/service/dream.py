@@ -114,8 +114,8 @@ class DreamOps(ServiceParts):
 
     def dream_log(self, agent_id: str, *, limit: int = 20, stage: str | None = None) -> list[DreamRunRecord]:
         """The agent's dream runs, newest first."""
-        if stage is not None and stage != DREAM:
-            stage = stage_named(stage).name
+        if stage is not None:
+            stage = stage_named(stage).name  # InvalidInput naming the stages there are
         with self.db.read() as conn:
             return recent_runs(conn, agent_id, max(1, min(limit, MAX_LOG)), stage=stage)
 
