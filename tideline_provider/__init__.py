@@ -8,7 +8,8 @@
     ...
     memory.sync_turn(user_message, reply)
 
-See `TidelineProvider` for every hook, and `docs/provider_example.py` for a complete run.
+See `TidelineProvider` for every hook, and `docs/provider_example.py` for a complete run. For Hermes Agent,
+`tideline_provider.hermes.TidelineMemoryProvider` is its memory provider contract over this class.
 """
 
 from tideline_provider.provider import TidelineProvider

@@ -2,18 +2,21 @@
 
 Each hook parses its input, calls the service and formats the result, as the MCP tools do: a
 write goes through the same validation, persistence and queued embedding. Turns are stored once
-per session and content (an idempotency key made of their hash), so the same message reaching
-`sync_turn`, `on_pre_compress` and `on_session_end` is kept once.
+per conversation and content (an idempotency key made of their hash), so the same message reaching
+`sync_turn`, `on_pre_compress` and `on_session_end` is kept once; a session that continues another
+(`continue_session`, e.g. after a compression) is the same conversation.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tideline_core.compose import compose
+from tideline_core.errors import InvalidInput
 from tideline_core.inputs import (
     MAX_CONVERSATION,
     MAX_LINE,
@@ -26,6 +29,7 @@ from tideline_core.inputs import (
 )
 from tideline_core.service import Service
 from tideline_core.settings import Settings
+from tideline_core.tokens import initialize as load_tokenizer
 from workers.jobqueue import CeleryJobQueue
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,7 @@ RESCUE = 3  # memories handed back before a compression
 RESCUE_ABOVE_WEIGHT = 0.6  # above a default memory's weight
 # A runtime's system prompt is its own configuration, not conversation: it is not stored.
 ROLES = {"user": "user", "assistant": "assistant", "tool": "tool"}
+DELEGATE = "subagent"  # the speaker of a delegated task's record
 
 
 class TidelineProvider:
@@ -42,6 +47,7 @@ class TidelineProvider:
     `agent` defaults to `TIDELINE_AGENT`; `settings` to the environment's. The provider opens the
     database (migrating it if needed) and publishes to the configured Redis, so the ingest worker
     of `tideline up` embeds what it stores. Call `close()` (or use it as a context manager) at exit.
+    Its methods may be called from several threads at once.
     """
 
     def __init__(
@@ -61,6 +67,8 @@ class TidelineProvider:
             self._jobs = CeleryJobQueue(self.settings)
             service = compose(self.settings, jobs=self._jobs)
         self.service = service
+        self._first_of: dict[str, str] = {}  # session id -> the session its conversation began in
+        self._lock = threading.Lock()
 
     # -- reads -------------------------------------------------------------------------------------
     def system_prompt_block(self, *, session_id: str | None = None) -> str:
@@ -79,20 +87,14 @@ class TidelineProvider:
         )
         return self.service.prefetch(self.agent, request).text
 
-    # -- writes ------------------------------------------------------------------------------------
-    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str | None = None) -> None:
-        """Store a completed turn (the user's message and the reply) verbatim, each once."""
-        self._store([("user", user_content), ("assistant", assistant_content)], self._session(session_id))
-
-    def on_pre_compress(self, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None) -> str:
-        """Store the messages about to be compressed; return the heavy memories they touch, to keep in the summary."""
-        pairs = _pairs(messages)
-        self._store(pairs, self._session(session_id))
-        spoken = [(role, text) for role, text in pairs if role in ("user", "assistant")][-MAX_CONVERSATION:]
+    def rescue(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        """The heavy memories (weight > 0.6, at most 3) the messages' spoken lines bear on, one per line."""
+        spoken = [(role, text) for role, text in chat_pairs(messages) if role in ("user", "assistant")]
         if not spoken:
             return ""
         lines = [
-            ConversationLine(speaker=role, text=text[:MAX_LINE], is_self=role == "assistant") for role, text in spoken
+            ConversationLine(speaker=role, text=text[:MAX_LINE], is_self=role == "assistant")
+            for role, text in spoken[-MAX_CONVERSATION:]
         ]
         outcome = self.service.search(
             self.agent, SearchIn(conversation=lines, kinds="narratives", limit=10), source="compress"
@@ -102,9 +104,56 @@ class TidelineProvider:
         )
         return "\n".join(f"- {h.occurred_at:%Y-%m-%d} {h.text}" for h in heavy[:RESCUE])
 
+    def warm(self, query: str = "") -> None:
+        """Make the next recall fast; returns when done (run it on a thread of its own).
+
+        Loads the keyword tokenizer and starts loading the embedding model in the background; with a
+        `query`, also brings the search indexes up to the rows stored since and embeds the query (a
+        repeated question then costs no model pass). Recalls nothing: no attention is logged and
+        nothing counts as shown.
+        """
+        load_tokenizer()
+        start_loading = getattr(self.service.embedder, "warm_up", None)  # the local model has one
+        if callable(start_loading):
+            start_loading()
+        if query.strip():
+            # The searcher itself, not Service.search: that one logs the hits as attention, and a warm-up is no recall.
+            self.service.searcher.search(self.agent, parse(SearchIn, {"query": query, "limit": 1}))
+
+    # -- writes ------------------------------------------------------------------------------------
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str | None = None) -> None:
+        """Store a completed turn (the user's message and the reply) verbatim, each once.
+
+        An empty side (a turn cut short) is left out; a message that breaks a rule (over 100,000
+        characters, say) is refused with InvalidInput and neither is stored.
+        """
+        sides = [("user", user_content), ("assistant", assistant_content)]
+        pairs = [(role, text) for role, text in sides if not isinstance(text, str) or text.strip()]
+        self._store(pairs, self._session(session_id), strict=True)
+
+    def on_pre_compress(self, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None) -> str:
+        """Store the messages about to be compressed; return the heavy memories they touch, to keep in the summary."""
+        self._store(chat_pairs(messages), self._session(session_id))
+        return self.rescue(messages)
+
     def on_session_end(self, messages: Sequence[Mapping[str, Any]] = (), *, session_id: str | None = None) -> None:
         """Store what the session said that is not stored yet (each message once)."""
-        self._store(_pairs(messages), self._session(session_id))
+        self._store(chat_pairs(messages), self._session(session_id))
+
+    def on_delegation(
+        self, task: str, result: str, *, child_session_id: str = "", session_id: str | None = None
+    ) -> None:
+        """Store a task handed to a subagent and what came back, as one tool turn spoken by `subagent`."""
+        text = f"Delegated to a subagent: {task}\n\nIts result: {result}"
+        metadata = {"child_session_id": child_session_id} if child_session_id else {}
+        self._store([("tool", text)], self._session(session_id), strict=True, speaker=DELEGATE, metadata=metadata)
+
+    def continue_session(self, session_id: str, previous_session_id: str) -> None:
+        """`session_id` continues `previous_session_id`'s conversation (a compression): its messages are stored once
+        across both."""
+        if session_id and previous_session_id and session_id != previous_session_id:
+            with self._lock:
+                self._first_of[session_id] = self._first_of.get(previous_session_id, previous_session_id)
 
     def close(self) -> None:
         if self._jobs is not None:
@@ -121,23 +170,53 @@ class TidelineProvider:
     def _session(self, session_id: str | None) -> str:
         return self.session_id if session_id is None else session_id
 
-    def _store(self, pairs: Sequence[tuple[str, str]], session_id: str) -> None:
-        for role, text in pairs:
-            turn = parse(ContextTurnIn, {"role": role, "content": text, "session_id": session_id})
-            # The same words in the same session and role are one turn, whichever hook sees them first.
-            key = "turn-" + hashlib.sha256(f"{session_id}\x1f{role}\x1f{text}".encode()).hexdigest()[:40]
-            self.service.record_turns(self.agent, [turn], key=key)
+    def _store(
+        self,
+        pairs: Sequence[tuple[str, Any]],
+        session_id: str,
+        *,
+        strict: bool = False,
+        speaker: str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Store each (role, text) once. All are checked first: `strict`, one refused message refuses them all
+        (InvalidInput, nothing stored); otherwise a refused message is logged and the others are stored."""
+        turns: list[tuple[ContextTurnIn, str]] = []
+        for index, (role, text) in enumerate(pairs):
+            data = {"role": role, "content": text, "session_id": session_id, "speaker": speaker}
+            try:
+                turns.append((parse(ContextTurnIn, {**data, "metadata": dict(metadata or {})}), text))
+            except InvalidInput as exc:
+                if strict:
+                    raise
+                log.warning("message %d (%s) not stored: %s: %s", index, role, exc.field, exc.rule)
+        with self._lock:
+            conversation = self._first_of.get(session_id, session_id)
+        for turn, text in turns:
+            # The same words in the same conversation and role are one turn, whichever hook sees them first.
+            digest = hashlib.sha256(f"{conversation}\x1f{turn.role}\x1f{text}".encode()).hexdigest()
+            try:
+                self.service.record_turns(self.agent, [turn], key="turn-" + digest[:40])
+            except InvalidInput as exc:
+                # The key kept for other arguments: the words were stored under an earlier session of this
+                # conversation (the session id is what differs). They are stored already.
+                if exc.field != "idempotency_key":
+                    raise
 
 
-def _pairs(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(role, text) of chat messages: content as a string or a list of parts with `text`; system and unknown roles
-    skipped."""
+def chat_pairs(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(role, text) of chat messages: content as a string or a list of parts with `text`; system and unknown roles,
+    empty messages and anything that is not a message skipped."""
     out = []
     for message in messages:
+        if not isinstance(message, Mapping):
+            continue
         role = ROLES.get(str(message.get("role", "")))
         content = message.get("content")
         if isinstance(content, list):
-            content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+            content = "\n".join(
+                part["text"] for part in content if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
         if role and isinstance(content, str) and content.strip():
             out.append((role, content))
     return out

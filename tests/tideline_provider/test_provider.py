@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -40,7 +42,7 @@ def test_a_runtimes_hooks_store_each_message_once_and_recall_it_by_meaning_once_
         memory.sync_turn(user, reply)  # a runtime that retries a hook
         wait_until(lambda: all_embedded(database, "alice"), timeout=60, message="the worker embedded the turns")
         recalled = memory.prefetch("a family celebration abroad this summer")
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": user},
             {"role": "assistant", "content": [{"type": "text", "text": reply}]},
@@ -120,3 +122,45 @@ def test_two_agents_providers_never_see_each_others_memories(
         wait_until(lambda: all_embedded(database, "alice") and all_embedded(database, "bob"), timeout=60)
         bobs_view = bob.prefetch("locker code") + bob.system_prompt_block()
     assert "4711" not in bobs_view and "What is in my locker?" in bobs_view
+
+
+def test_a_refused_message_keeps_a_whole_turn_out_but_costs_a_transcript_only_that_message(
+    settings: Settings, database: Database
+) -> None:
+    with TidelineProvider(agent="alice", settings=settings, session_id="s1") as memory:
+        with pytest.raises(InvalidInput) as refused:
+            memory.sync_turn("Can you read this log?", "y" * 100_001)
+        memory.sync_turn("Only the question reached the runtime", "")
+        memory.on_session_end(
+            [
+                {"role": "user", "content": "kept before"},
+                {"role": "tool", "content": "z" * 100_001},
+                "not a message",  # type: ignore[list-item]
+                {"role": "assistant", "content": "kept after"},
+            ]
+        )
+    assert refused.value.field == "content" and "100000" in refused.value.rule
+    assert turns_of(database, "alice") == [
+        ("s1", "user", "Only the question reached the runtime"),
+        ("s1", "user", "kept before"),
+        ("s1", "assistant", "kept after"),
+    ]
+
+
+def test_a_session_that_continues_another_stores_the_messages_carried_over_once(
+    settings: Settings, database: Database
+) -> None:
+    carried = [{"role": "user", "content": "The oven is broken"}, {"role": "assistant", "content": "Noted."}]
+    with TidelineProvider(agent="alice", settings=settings) as memory:
+        memory.on_session_end(carried, session_id="s1")
+        memory.continue_session("s2", "s1")
+        memory.continue_session("s3", "s2")
+        memory.on_session_end([*carried, {"role": "user", "content": "Fixed now"}], session_id="s3")
+        memory.on_session_end(carried, session_id="other")  # another conversation says the same words
+    assert [(s, c) for s, _, c in turns_of(database, "alice")] == [
+        ("s1", "The oven is broken"),
+        ("s1", "Noted."),
+        ("s3", "Fixed now"),
+        ("other", "The oven is broken"),
+        ("other", "Noted."),
+    ]
