@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from tideline_cli import dream, evaluate, stages
+from tideline_cli import dream, evaluate, importing, stages
 from tideline_core.errors import TidelineError
 from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 from tideline_core.settings import Settings
@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate.add_parser(sub)
     dream.add_parser(sub)
+    importing.add_parser(sub)
     stages.add_parsers(sub)  # one command per dream stage
     return parser
 
@@ -187,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"invalid settings: {exc}")
     from tideline_cli import commands, processes
 
-    if args.command in ("status", "search", "write", "inject", "dream") or stages.is_stage(args.command):
+    if args.command in ("status", "search", "write", "inject", "dream", "import") or stages.is_stage(args.command):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
@@ -198,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = evaluate.run
     elif args.command == "dream":
         handler = dream.run
+    elif args.command == "import":
+        handler = importing.run
     elif args.command in ("up", "serve", "worker", "beat", "flower"):
         handler = getattr(processes, f"cmd_{args.command}")
     else:

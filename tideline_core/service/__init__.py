@@ -9,11 +9,13 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     KnowledgeOps  profiles, self-concept, threads, snapshots               (service/knowledge.py)
     OrganizeOps   graph, topics, soft clusters, heatmap, trigger, status   (service/organize.py)
     PipelineOps   embed, log attention, import, reconcile                  (service/pipeline.py)
+    ImportOps     import past sessions from runtimes' files                (service/importing.py)
     DreamOps      run a stage or the dream, its log, a run's diff, undo    (service/dream.py)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
 """
 
 from tideline_core.service.dream import DreamOps, DreamRunView, UndoReport, change_dict
+from tideline_core.service.importing import ImportObserver, ImportOps, SessionsImported
 from tideline_core.service.inject import InjectOps
 from tideline_core.service.jobs import JobQueue, NullJobQueue
 from tideline_core.service.knowledge import KnowledgeOps
@@ -32,7 +34,7 @@ from tideline_core.service.results import (
 )
 
 
-class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, DreamOps, InjectOps):
+class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, ImportOps, DreamOps, InjectOps):
     """One object for every operation (see the module docstring for where each lives)."""
 
 
@@ -41,12 +43,15 @@ __all__ = [
     "DreamOps",
     "DreamRunView",
     "GraphView",
+    "ImportObserver",
+    "ImportOps",
     "ImportReport",
     "JobQueue",
     "NarrativeWrite",
     "NullJobQueue",
     "ReconcileReport",
     "Service",
+    "SessionsImported",
     "SoftClustersView",
     "StatusReport",
     "TopicView",

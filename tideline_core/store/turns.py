@@ -1,12 +1,12 @@
-"""Raw context turns: insert (one at a time or a whole import, exactly once), load, timeline, sessions."""
+"""Raw context turns: insert (one at a time, a whole import once, or imported turns by key), load, timeline."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import Connection, and_, insert, or_, select
+from sqlalchemy import Connection, Table, and_, insert, or_, select
 
 from tideline_core.inputs import ContextTurnIn
 from tideline_core.memory_text import WINDOW_TURNS, turn_text, turn_window
@@ -17,6 +17,12 @@ from tideline_core.store.schema import ContextTurn
 from tideline_core.timeutil import utcnow
 
 IMPORT_KEY = "import_id"
+# An imported session turn's key (`tideline_core.importing.keys`), kept in its metadata.
+IMPORT_HASH = "import_hash"
+# Keys per IN list: well under every backend's limit on bound parameters.
+KEYS_PER_QUERY = 500
+# Imported turns' times further apart than this are looked up in separate index ranges.
+KEY_SPAN_GAP = timedelta(hours=1)
 
 
 def turn_windows(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -57,26 +63,27 @@ def turn_windows(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
 
 def insert_turns(conn: Connection, agent_id: str, turns: Sequence[ContextTurnIn]) -> list[int]:
     """Insert validated turns (embedding pending) and index their text; returns the new ids in order."""
+    if not turns:
+        return []
     now = utcnow()
-    ids: list[int] = []
-    for turn in turns:
-        speaker = turn.speaker or turn.role
-        turn_id = conn.execute(
-            insert(ContextTurn)
-            .values(
-                agent_id=agent_id,
-                session_id=turn.session_id,
-                role=turn.role,
-                speaker=speaker,
-                content=turn.content,
-                meta=dict(turn.metadata),
-                created_at=turn.created_at or now,
-                recorded_at=now,
-                embedding_state="pending",
-            )
-            .returning(ContextTurn.id)
-        ).scalar_one()
-        ids.append(int(turn_id))
+    table = cast(Table, ContextTurn.__table__)
+    rows = [
+        {
+            "agent_id": agent_id,
+            "session_id": turn.session_id,
+            "role": turn.role,
+            "speaker": turn.speaker or turn.role,
+            "content": turn.content,
+            "metadata": dict(turn.metadata),
+            "created_at": turn.created_at or now,
+            "recorded_at": now,
+            "embedding_state": "pending",
+        }
+        for turn in turns
+    ]
+    # One executemany (batched INSERT ... RETURNING): an import's 500-turn batch costs one statement, not 500.
+    result = conn.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows)
+    ids = [int(i) for i in result.scalars().all()]
     fts.index_new(
         conn,
         "context",
@@ -107,6 +114,62 @@ def import_turns_once(
         return None
     tagged = [turn.model_copy(update={"metadata": {**turn.metadata, IMPORT_KEY: import_id}}) for turn in turns]
     return insert_turns(conn, agent_id, tagged)
+
+
+def imported_keys(conn: Connection, agent_id: str, wanted: Sequence[tuple[str, datetime | None, str]]) -> set[str]:
+    """Which of the `wanted` imported turns, each (session_id, created_at, key), the agent already has: their keys.
+
+    A turn with a time can only be stored at that time (its key includes it), so those are looked up
+    through the (agent, created_at) index, one range per stretch of the batch's times with no gap
+    longer than `KEY_SPAN_GAP`: a batch costs what the rows of its own time spans cost, however
+    large the agent's memory, and a batch of many small sessions from different months does not
+    scan the months between them. Turns with no time are looked up in their sessions.
+    """
+    key = ContextTurn.meta[IMPORT_HASH].as_string()
+    found: set[str] = set()
+    for first, last, keys in _time_spans(sorted((at, k) for _s, at, k in wanted if at is not None)):
+        for chunk in _chunks(keys):
+            found.update(
+                conn.execute(
+                    select(key).where(
+                        ContextTurn.agent_id == agent_id,
+                        ContextTurn.created_at >= first,
+                        ContextTurn.created_at <= last,
+                        key.in_(chunk),
+                    )
+                ).scalars()
+            )
+    untimed: dict[str, list[str]] = {}
+    for session, at, k in wanted:
+        if at is None:
+            untimed.setdefault(session, []).append(k)
+    for session, keys in untimed.items():
+        for chunk in _chunks(keys):
+            found.update(
+                conn.execute(
+                    select(key).where(
+                        ContextTurn.agent_id == agent_id, ContextTurn.session_id == session, key.in_(chunk)
+                    )
+                ).scalars()
+            )
+    return found
+
+
+def _time_spans(timed: Sequence[tuple[datetime, str]]) -> list[tuple[datetime, datetime, list[str]]]:
+    """Sorted (time, key) pairs cut wherever two neighbours are more than `KEY_SPAN_GAP` apart."""
+    spans: list[tuple[datetime, datetime, list[str]]] = []
+    for at, k in timed:
+        if spans and at - spans[-1][1] <= KEY_SPAN_GAP:
+            first, _last, keys = spans[-1]
+            keys.append(k)
+            spans[-1] = (first, at, keys)
+        else:
+            spans.append((at, at, [k]))
+    return spans
+
+
+def _chunks(keys: Sequence[str]) -> list[Sequence[str]]:
+    return [keys[i : i + KEYS_PER_QUERY] for i in range(0, len(keys), KEYS_PER_QUERY)]
 
 
 def _record(row: Any) -> ContextTurnRecord:
