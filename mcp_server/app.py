@@ -27,6 +27,8 @@ from starlette.responses import JSONResponse, Response
 from mcp_server import arguments, pipes
 from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
 from mcp_server.context import AppContext
+from mcp_server.hooks_route import PATH as HOOKS_PATH
+from mcp_server.hooks_route import HookRoute
 from mcp_server.tools import register_all
 from tideline_core.compose import compose
 from tideline_core.embedding import Embedder, NoEmbedder
@@ -121,6 +123,7 @@ def create_server(
     """
     tokens = dict(http_tokens or {})
     resolve_agent = agent_resolver or (token_agent if tokens else fixed_agent(settings.agent))
+    hooks = HookRoute(tokens_required=bool(tokens))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -131,7 +134,9 @@ def create_server(
             stack.callback(service.close)
             threading.Thread(target=_warm_up, args=(service.embedder,), name="tideline-warm-up", daemon=True).start()
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
-            yield AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
+            context = AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
+            stack.enter_context(hooks.serving(context))
+            yield context
 
     server = TidelineServer(
         "tideline",
@@ -144,6 +149,7 @@ def create_server(
     )
     register_all(server)
     server.custom_route("/healthz", methods=["GET"])(_healthz)
+    server.custom_route(HOOKS_PATH, methods=["POST"])(hooks.handle)
     return server
 
 

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from pydantic import ValidationError
-
-from tideline_cli import dream, evaluate, importing, stages
-from tideline_core.errors import TidelineError
-from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
-from tideline_core.settings import Settings
+from tideline_cli import hook  # the standard library only: `tideline hook` must start fast
 
 EXIT_USAGE = 2
 
@@ -41,6 +35,9 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tideline_cli import dream, evaluate, importing, mcp_config, stages
+    from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
+
     parser = argparse.ArgumentParser(
         prog="tideline", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -171,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(sub)
     dream.add_parser(sub)
     importing.add_parser(sub)
+    hook.add_parser(sub)
+    mcp_config.add_parser(sub)
     stages.add_parsers(sub)  # one command per dream stage
     return parser
 
@@ -181,6 +180,17 @@ def fail(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # runs on every prompt: answered before the store and the model are imported
+        return hook.main(argv[1:])
+    import logging
+
+    from pydantic import ValidationError
+
+    from tideline_cli import dream, evaluate, importing, mcp_config, stages
+    from tideline_core.errors import TidelineError
+    from tideline_core.settings import Settings
+
     args = build_parser().parse_args(argv)
     try:
         settings = Settings()
@@ -201,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = dream.run
     elif args.command == "import":
         handler = importing.run
+    elif args.command == "mcp-config":
+        handler = mcp_config.run
     elif args.command in ("up", "serve", "worker", "beat", "flower"):
         handler = getattr(processes, f"cmd_{args.command}")
     else:

@@ -1,0 +1,167 @@
+"""Latency of the whole `tideline hook` process for UserPromptSubmit, with and without a running server.
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/hook.py [--sizes 10000,100000] [--rounds 40] [--local-rounds 10]
+
+A runtime starts `tideline hook` on every prompt and waits for it; what counts is the process from
+spawn to exit. Per size, one agent's store is built as bench/inject.py builds it (bulk SQL:
+synthetic bilingual narratives with random unit vectors as embeddings, a tenth as many turns,
+profiles, self-concept, threads, snapshots, a SOUL file, topic clusters; not timed), on a throwaway
+data dir with its own Redis. Then, each call a new prompt in one session (as a conversation goes):
+  with a server   `tideline serve --http` on the same data dir (the local e5: hybrid search, the
+                  model loaded and the indexes built by untimed calls first); the hook is a thin
+                  client posting the event to it;
+  without         nothing listens on TIDELINE_HTTP_PORT: each hook process opens the store, builds
+                  the keyword index and answers keyword-only.
+Also timed: the process floor, `tideline hook` given an empty event (Python's start, the thin
+client's imports, one log line). Prints p50/p95 beside the targets; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import httpx
+from harness import Sandbox, free_port, pct, sandbox, wait
+from inject import AGENT, load_average, load_knowledge, load_rows, machine, queries
+
+from tideline_core.compose import compose
+from tideline_core.dream.clusters import store as clusters
+from tideline_core.service import NullJobQueue
+from tideline_core.timeutil import utcnow
+
+TARGET_SERVER_P95 = 150.0  # ms, the whole process, with a server
+TARGET_LOCAL_P95 = 1000.0  # ms, the whole process, without one
+TIDELINE = str(Path(sys.executable).parent / "tideline")
+SESSION = "bench-hook-session"
+
+
+def build(box: Sandbox, n: int) -> dict[str, Any]:
+    settings = box.settings(agent=AGENT, embedder="local")
+    service = compose(settings, jobs=NullJobQueue())
+    try:
+        started = time.perf_counter()
+        figures: dict[str, Any] = dict(load_rows(service, n, utcnow()))
+        load_knowledge(service)
+        figures["topics"] = clusters.rebuild_topics(service.db, AGENT).clusters
+        figures["build s"] = time.perf_counter() - started
+    finally:
+        service.close()
+    return figures
+
+
+def prompt_event(prompt: str) -> str:
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": None,
+            "cwd": "/home/u/project",
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+    )
+
+
+def run_hook(env: dict[str, str], stdin: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run([TIDELINE, "hook"], input=stdin, env=env, capture_output=True, text=True, timeout=120)
+    took = (time.perf_counter() - started) * 1000
+    if done.returncode != 0 or done.stderr:
+        raise SystemExit(f"tideline hook failed ({done.returncode}): {done.stderr[-2000:]}")
+    return took, done.stdout
+
+
+def timed(env: dict[str, str], prompts: list[str]) -> tuple[list[float], int]:
+    """Milliseconds per process, and how many answers held a block."""
+    took, answered = [], 0
+    for prompt in prompts:
+        ms, out = run_hook(env, prompt_event(prompt))
+        took.append(ms)
+        answered += bool(out)
+    return took, answered
+
+
+def with_server(box: Sandbox, asked: list[str], warmup: int) -> tuple[list[float], int]:
+    port = free_port()
+    env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(port), TIDELINE_EMBEDDER="local")
+    log = open(box.home / "server.log", "ab")  # noqa: SIM115 - closed when the server stops
+    server = subprocess.Popen([TIDELINE, "serve", "--http"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success
+            except httpx.HTTPError:
+                return False
+
+        wait(healthy, 120, "the server")
+        for prompt in asked[:warmup]:  # the model loads, the indexes are built, jieba warms
+            run_hook(env, prompt_event(prompt))
+        return timed(env, asked[warmup:])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000", help="narratives per store, comma-separated")
+    parser.add_argument("--rounds", type=int, default=40, help="timed hook processes per size with a server")
+    parser.add_argument("--local-rounds", type=int, default=10, help="timed hook processes per size without one")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls through the server first")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print(f"# tideline hook (UserPromptSubmit), the whole process — {machine()}")
+    print(f"  {utcnow():%Y-%m-%d %H:%M} UTC, load average {load_average()}; command {TIDELINE} hook")
+    rows = []
+    for n in sizes:
+        with sandbox(f"hook-{n}") as box:
+            figures = build(box, n)
+            asked = queries(args.warmup + args.rounds + args.local_rounds + 1)
+            floor_env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(free_port()))
+            floor = [run_hook(floor_env, "")[0] for _ in range(10)]
+            served, served_hits = with_server(box, asked[: args.warmup + args.rounds], args.warmup)
+            local_env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(free_port()))
+            local, local_hits = timed(local_env, asked[args.warmup + args.rounds :][: args.local_rounds])
+            rows.append((n, figures, floor, served, served_hits, local, local_hits))
+            print(
+                f"  {n:>7,} narratives ({figures['turns']:,} turns, built in {figures['build s']:.0f} s): "
+                f"server p50 {statistics.median(served):.0f} / p95 {pct(served, 95):.0f} ms; "
+                f"no server p50 {statistics.median(local):.0f} / p95 {pct(local, 95):.0f} ms; "
+                f"floor p50 {statistics.median(floor):.0f} ms   (load {load_average()})",
+                flush=True,
+            )
+    print("\n## Figures (ms, whole process)")
+    heads = ("server p50", "server p95", "local p50", "local p95")
+    print(f"  {'narratives':>10} " + " ".join(f"{h:>11}" for h in heads) + f" {'floor':>6}")
+    for n, _figures, floor, served, served_hits, local, local_hits in rows:
+        print(
+            f"  {n:>10,} {statistics.median(served):11.0f} {pct(served, 95):11.0f} {statistics.median(local):11.0f} "
+            f"{pct(local, 95):11.0f} {statistics.median(floor):6.0f}   blocks: server {served_hits}/{len(served)}, "
+            f"local {local_hits}/{len(local)}"
+        )
+    print("\n## Targets")
+    for n, _figures, _floor, served, _sh, local, _lh in rows:
+        for what, values, target in (
+            ("with a server", served, TARGET_SERVER_P95),
+            ("without", local, TARGET_LOCAL_P95),
+        ):
+            value = pct(values, 95)
+            verdict = "met" if value <= target else "NOT met"
+            print(f"  {n:>10,} {what:14} p95 ≤ {target:5.0f} ms: {value:7.0f} ms  {verdict}")
+
+
+if __name__ == "__main__":
+    main()
