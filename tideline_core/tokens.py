@@ -53,6 +53,38 @@ def _cut(chunk: str, for_index: bool) -> tuple[str, ...]:
     return tuple(piece.lower() for piece in pieces if piece.strip())
 
 
+@lru_cache(maxsize=16384)
+def _cut_words(chunk: str) -> tuple[tuple[str, ...], ...]:
+    # What cut_for_search emits, kept together per word: the dictionary words inside a long word,
+    # then the word itself. A query scores each such group once (see bm25.BM25Index.score).
+    tokenizer = initialize()
+    words: list[tuple[str, ...]] = []
+    for word in tokenizer.cut(chunk):
+        if not word.strip():
+            continue
+        inner = [
+            word[i : i + n]
+            for n in (2, 3)
+            if len(word) > n
+            for i in range(len(word) - n + 1)
+            if tokenizer.FREQ.get(word[i : i + n])
+        ]
+        words.append(tuple(piece.lower() for piece in (*inner, word)))
+    return tuple(words)
+
+
+def segment_words(text: str) -> list[tuple[str, ...]]:
+    """The tokens `segment` gives for an index, grouped by the word they come from (a long Chinese word with
+    the shorter words inside it; any other word alone)."""
+    words: list[tuple[str, ...]] = []
+    for chunk in _WORD.findall(text):
+        if has_cjk(chunk):
+            words.extend(_cut_words(chunk))
+        else:
+            words.append((chunk.lower().replace("’", "'"),))
+    return words
+
+
 def segment(text: str, *, for_index: bool = True) -> list[str]:
     """Text → lower-cased word tokens; Chinese by jieba, other scripts by word characters."""
     tokens: list[str] = []

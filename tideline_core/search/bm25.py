@@ -24,7 +24,7 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from tideline_core.tokens import STOPWORDS, segment
+from tideline_core.tokens import STOPWORDS, segment, segment_words
 
 _VOWELS = frozenset("aeiouy")
 
@@ -69,6 +69,17 @@ def analyze(text: str, *, keep_stopwords: bool = False) -> list[str]:
         if not token or (not keep_stopwords and token in STOPWORDS):
             continue
         out.append(stem(token))
+    return out
+
+
+def analyze_words(text: str) -> list[tuple[str, ...]]:
+    """`analyze`'s terms grouped by the word they come from (see `tokens.segment_words`); empty groups dropped."""
+    out: list[tuple[str, ...]] = []
+    for word in segment_words(text):
+        terms = tuple(dict.fromkeys(stem(t[:-2] if t.endswith("'s") else t) for t in word if t and t not in STOPWORDS))
+        terms = tuple(t for t in terms if t)
+        if terms:
+            out.append(terms)
     return out
 
 
@@ -144,6 +155,11 @@ class BM25Index:
         self._alive = bytearray([1]) * len(self._ids)
         self._dead = 0
 
+    def df(self, term: str) -> int:
+        """How many rows hold `term` (removed rows included until the next compaction)."""
+        posting = self._postings.get(term)
+        return len(posting[0]) if posting else 0
+
     def idf(self, term: str) -> float:
         posting = self._postings.get(term)
         df = len(posting[0]) if posting else 0
@@ -151,7 +167,11 @@ class BM25Index:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def score(
-        self, query: Mapping[str, float] | Iterable[str], *, top_k: int | None = None
+        self,
+        query: Mapping[str, float] | Iterable[str],
+        *,
+        top_k: int | None = None,
+        groups: Mapping[str, str] | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Documents matching any query term, best first (ties by insertion order).
 
@@ -167,16 +187,29 @@ class BM25Index:
         k1, b = self.k1, self.b
         scores = np.zeros(n_slots, dtype=np.float64)
         touched = np.zeros(n_slots, dtype=bool)
+        grouped: dict[str, list[str]] = {}
         for term in sorted(weights):
-            qw = weights[term]
-            posting = self._postings.get(term)
-            if posting is None or qw <= 0:
-                continue
-            slots = np.frombuffer(posting[0], dtype=np.uint32, count=len(posting[0]))
-            tfs = np.frombuffer(posting[1], dtype=np.float32, count=len(posting[1]))
-            norm = k1 * (1.0 - b + b * lengths[slots] / avgdl)
-            scores[slots] += qw * self.idf(term) * tfs * (k1 + 1.0) / (tfs + norm)
-            touched[slots] = True
+            grouped.setdefault(groups.get(term, term) if groups else term, []).append(term)
+        for members in grouped.values():
+            # A word and the shorter words inside it are one unit of the query: a row scores the best of
+            # them, so a common compound (联系电话 = 联系 + 电话 + 联系电话) does not outweigh a rare name.
+            best = scores if len(members) == 1 else np.zeros(n_slots, dtype=np.float64)
+            for term in members:
+                qw = weights[term]
+                posting = self._postings.get(term)
+                if posting is None or qw <= 0:
+                    continue
+                slots = np.frombuffer(posting[0], dtype=np.uint32, count=len(posting[0]))
+                tfs = np.frombuffer(posting[1], dtype=np.float32, count=len(posting[1]))
+                norm = k1 * (1.0 - b + b * lengths[slots] / avgdl)
+                part = qw * self.idf(term) * tfs * (k1 + 1.0) / (tfs + norm)
+                if best is scores:
+                    scores[slots] += part
+                else:
+                    best[slots] = np.maximum(best[slots], part)
+                touched[slots] = True
+            if best is not scores:
+                scores += best
         if self._dead:
             touched &= np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
         hits = np.flatnonzero(touched)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from tideline_core.search.bm25 import analyze
+from tideline_core.search.bm25 import analyze, analyze_words
 from tideline_core.search.salience import salient_words
 
 LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts
@@ -30,6 +30,17 @@ class Line(Protocol):
 def question_terms(text: str) -> dict[str, float]:
     """A one-line query: each analyzed term once, weight 1."""
     return dict.fromkeys(analyze(text), 1.0)
+
+
+def word_groups(texts: Iterable[str]) -> dict[str, str]:
+    """Term → the word it was cut from, for the terms of a long word (its inner words and itself); others absent."""
+    groups: dict[str, str] = {}
+    for text in texts:
+        for word in analyze_words(text):
+            if len(word) > 1:
+                for term in word:
+                    groups.setdefault(term, word[-1])
+    return groups
 
 
 def conversation_terms(lines: Sequence[Line]) -> dict[str, float]:

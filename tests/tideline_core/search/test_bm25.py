@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from tideline_core.search.bm25 import BM25Index, analyze, stem
+from tideline_core.search.query import question_terms, word_groups
+from tideline_core.tokens import segment, segment_words
 
 
 def build(docs: dict[int, str]) -> BM25Index:
@@ -74,3 +76,41 @@ def test_stemming_conflates_common_english_forms() -> None:
 def test_stopwords_and_possessives_are_dropped() -> None:
     assert analyze("What is Caroline's plan?") == ["carolin", "plan"]
     assert "what" in analyze("what", keep_stopwords=True)
+
+
+PHONE_BOOK = {
+    1: "李明辉的联系电话是15504351297。",
+    2: "赵宇轩的联系电话是15345254277。",
+    3: "杜静怡的联系电话是18584117447。",
+    4: "我同事的手机号是19842342126。",
+    5: "王国庆的家里电话坏了。",
+    **{
+        10 + i: f"我{who}喜欢{what}。"
+        for i, (who, what) in enumerate(
+            (w, h) for w in ("表哥", "表妹", "叔叔", "舅妈", "上司") for h in ("钓鱼", "攀岩", "摄影", "阅读")
+        )
+    },
+}
+PHONE_QUESTION = "那个联系电话是19842342126的人叫什么名字？"
+
+
+def test_a_long_word_and_the_words_inside_it_count_once_so_a_rare_number_outranks_a_common_compound() -> None:
+    index = build(PHONE_BOOK)
+    terms = question_terms(PHONE_QUESTION)
+    assert {"联系", "电话", "联系电话"} <= set(terms)  # jieba's search mode gives the compound and its inner words
+    assert index.score(terms)[0][0] != 4, "summed, 联系电话's three terms outweigh the number only row 4 holds"
+    assert index.score(terms, groups=word_groups([PHONE_QUESTION]))[0][0] == 4
+
+
+def test_grouped_a_row_holding_the_whole_compound_still_outranks_one_holding_a_piece_of_it() -> None:
+    index = build(PHONE_BOOK)
+    ranked = [doc for doc, _ in index.score(question_terms("联系电话"), groups=word_groups(["联系电话"]))]
+    assert set(ranked[:3]) == {1, 2, 3} and ranked[3:] == [5]
+
+
+def test_segment_words_holds_the_tokens_segment_gives_grouped_by_the_word_they_come_from() -> None:
+    text = "金融科技精英论坛在中华人民共和国北京举行, and Rex's party"
+    words = segment_words(text)
+    assert [token for word in words for token in word] == segment(text)
+    assert ("中华", "华人", "人民", "共和", "共和国", "中华人民共和国") in words
+    assert ("rex's",) in words
