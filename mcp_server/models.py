@@ -92,7 +92,9 @@ class Hit(Result):
         default_factory=dict,
         description="what each signal added to the score: kw (words of this row), kw_ctx (words of the turn and "
         "the one before), dense (meaning of this row), ctx (meaning of the turn with the turns before it), "
-        "speaker (said by someone the query names), neighbour (lifted by an adjacent turn that matched)",
+        "speaker (said by someone the query names), time (from around a date the query names), join (a turn of "
+        "the same conversation as a top hit that holds one of the query's identifiers, sharing that hit's rarest "
+        "other word), neighbour (lifted by an adjacent turn that matched)",
     )
 
 

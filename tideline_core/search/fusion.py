@@ -16,6 +16,11 @@ Methods:
   A document missing from a signal gets 0 from it. This is score-level (convex-combination)
   fusion: unlike RRF it keeps *how much* a document leads, so a confident keyword hit is not
   drowned by a dense list of near-equal cosines.
+- ``flat`` (either method): a signal whose ten best raw scores lie within ``flat[name]`` of each
+  other ranks its top by noise, and min-max would stretch that noise to the full [0, 1]; its weight
+  shrinks in proportion (a dense view's top ten cosines within 0.005: nothing told apart). The
+  weight follows the spread, so ``monotone`` holds with ``flat`` only where a raise leaves a flat
+  signal's top-ten spread as it was.
 - ``"rrf"``: weighted reciprocal-rank fusion, weight / (rrf_k + rank), rank 1-based, tied scores
   share the best rank.
 
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 METHODS = ("minmax", "rrf")
+FLAT_DEPTH = 10  # the top a signal must tell apart for its full weight
 
 
 @dataclass(frozen=True)
@@ -86,9 +92,11 @@ def combine(
     method: str = "minmax",
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
+    flat: Mapping[str, float] | None = None,
 ) -> tuple[dict[Hashable, float], dict[Hashable, dict[str, float]]]:
     """The fused score and per-signal contributions of every candidate, unsorted (see ``fuse``)."""
     floors = floors or {}
+    flat = flat or {}
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
     weights = weights or {}
@@ -98,13 +106,21 @@ def combine(
     fused: dict[Hashable, float] = {}
     parts: dict[Hashable, dict[str, float]] = {}
     for name in sorted(signals):
-        w = float(weights.get(name, 1.0))
+        w = float(weights.get(name, 1.0)) * _told_apart(signals[name], flat.get(name, 0.0))
         normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
         for doc_id, value in normalized.items():
             contribution = w * value
             fused[doc_id] = fused.get(doc_id, 0.0) + contribution
             parts.setdefault(doc_id, {})[name] = contribution
     return fused, parts
+
+
+def _told_apart(scores: Mapping[Hashable, float], flat: float) -> float:
+    """1.0 for a signal whose top `FLAT_DEPTH` raw scores spread by `flat` or more, less the closer they lie."""
+    if flat <= 0.0 or len(scores) <= FLAT_DEPTH:
+        return 1.0
+    top = heapq.nlargest(FLAT_DEPTH, scores.values())
+    return min(1.0, (top[0] - top[-1]) / flat)
 
 
 def fuse(
@@ -114,6 +130,7 @@ def fuse(
     method: str = "minmax",
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
+    flat: Mapping[str, float] | None = None,
     top_k: int | None = None,
 ) -> list[FusedHit]:
     """Fuse per-signal candidate scores into one ranking, best first.
@@ -125,7 +142,7 @@ def fuse(
     min-max scaling, so a signal whose candidates all score alike still tells strong from weak;
     without one, the lowest candidate score is the minimum.
     """
-    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors)
+    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors, flat=flat)
     return [FusedHit(d, score, parts[d]) for d, score in rank(fused, top_k)]
 
 

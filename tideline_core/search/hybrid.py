@@ -1,11 +1,12 @@
 """Hybrid search over narratives and context turns: keyword, dense, speaker, time and neighbour signals in one ranking.
 
-The recipe (measured with `tideline eval` on LoCoMo and MADial-zh; docs/retrieval.md has what was
-tried and kept):
+The recipe (measured with `tideline eval` on LoCoMo, MADial-zh and MemDaily; docs/retrieval.md has
+what was tried and kept):
 
 - keyword: in-memory BM25 (``keyword_index.KeywordIndex``) over each row (``kw``) and, for a context
-  turn, over the previous turn + the turn (``kw_ctx``); SQLite FTS5 only as a fallback when BM25
-  finds nothing (single CJK characters, parts of identifiers);
+  turn, over the previous turn + the turn (``kw_ctx``), a long Chinese word and the words inside it
+  scoring once (``query.word_groups``); SQLite FTS5 only as a fallback when BM25 finds nothing
+  (single CJK characters, parts of identifiers);
 - dense: e5 cosine over each row (``dense``) and, for a context turn, over the turn with up to two
   preceding turns of its session (``ctx``);
 - ``speaker``: turns by a speaker the query names (only among turns another signal found); when
@@ -13,8 +14,12 @@ tried and kept):
   signal carries who and a name in the text pulls toward every turn of that speaker;
 - ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
   it (``when.py``; also only among turns another signal found);
-- fused by min-max score fusion with per-signal weights, then each context turn lifted by
-  ``GAMMA`` × the best score of its adjacent turns (an answer often sits beside the hit).
+- fused by min-max score fusion with per-signal weights (a flat dense view weighs less, ``FLAT``);
+- ``join``: the session mates of a top turn that holds one of the query's identifiers, moved toward
+  it when they share its rarest other words (``joins.py``: who a question identifies by one turn is
+  named only by a relation word in another);
+- then each context turn lifted by ``GAMMA`` × the best score of its adjacent turns (an answer
+  often sits beside the hit).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import ConversationLine, SearchIn
 from tideline_core.records import NarrativeRecord
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
+from tideline_core.search.joins import JoinRules
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.query import (
     conversation_terms,
@@ -42,6 +48,7 @@ from tideline_core.search.query import (
     named_speakers,
     question_terms,
     without_names,
+    word_groups,
 )
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.search.when import TimeWindow, closeness, mentioned_times
@@ -57,10 +64,15 @@ from tideline_core.tokens import query_terms
 KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
 # Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier
 # than a question's, so keyword signals weigh less there.
-QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 1.0, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
+# Beside the dense context view, the keyword one (the previous turn + the turn) weighs half (measured on
+# LoCoMo and MemDaily); without it, in keyword mode, it is the only context signal and weighs in full.
+QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 0.5, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
+KEYWORD_QUESTION_WEIGHTS = {**QUESTION_WEIGHTS, "kw_ctx": 1.0}
 CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
 # The lowest possible score of a signal (BM25 0, closeness 0), so a lone weak match stays weak.
 FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
+# A dense view whose ten best cosines lie within this of each other tells nothing apart (fusion.py).
+FLAT = {"dense": 0.005, "ctx": 0.005}
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
 KEYWORD_DEPTH = 1000
 GAMMA = 0.2  # neighbour spreading
@@ -184,6 +196,7 @@ class HybridSearch:
         else:
             terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
         kinds = KINDS[params.kinds]
+        groups = word_groups([params.query, *(x.text for x in lines)])
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
             version = high_water(conn)
             waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
@@ -203,11 +216,11 @@ class HybridSearch:
             )
             worker.start()
             for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
             worker.join()
         elif params.mode == "hybrid":
             for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
             self._dense_signals(agent_id, kinds, texts, params, version, semantic)
         elif params.mode == "dense":
             self._dense_signals(agent_id, kinds, texts, params, version, semantic)
@@ -217,7 +230,7 @@ class HybridSearch:
         mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
         if mode == "keyword" and params.mode != "hybrid":
             for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version)
+                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
         for name, found in semantic.signals.items():  # after the keyword views, as the fusion always saw them
             signals.setdefault(name, {}).update(found)
         now = utcnow()
@@ -230,7 +243,11 @@ class HybridSearch:
         self._time_signal(agent_id, windows, signals, version)
         if "context" in kinds and mode != "dense":
             self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
-        scores, parts = combine(signals, weights=weights, floors=FLOORS)
+        if mode == "keyword" and weights is QUESTION_WEIGHTS:
+            weights = KEYWORD_QUESTION_WEIGHTS
+        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
+        if "context" in kinds and mode != "dense":
+            self._join(agent_id, terms, scores, parts)
         scores = self._spread(agent_id, scores, parts, params.limit, exclude)
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
@@ -287,9 +304,12 @@ class HybridSearch:
         lines: Sequence[ConversationLine],
         signals: dict[str, dict[Hashable, float]],
         version: StoreVersion,
+        groups: Mapping[str, str] | None = None,
     ) -> None:
         found_any = False
-        views = self.keywords.search_views(agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until, version)
+        views = self.keywords.search_views(
+            agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until, version, groups
+        )
         for view, found in views.items():
             signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
             if kind != "context":
@@ -335,6 +355,24 @@ class HybridSearch:
         lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in speakers.items() if sp in named}
         if lifted:
             signals["speaker"] = lifted
+
+    def _join(
+        self,
+        agent_id: str,
+        terms: Mapping[str, float],
+        scores: dict[Hashable, float],
+        parts: dict[Hashable, dict[str, float]],
+    ) -> None:
+        """Move the session mates that a join links to one of the top turns toward it (`joins.session_joins`)."""
+        turns = {cast(Key, key)[1]: value for key, value in scores.items() if cast(Key, key)[0] == "context"}
+        if not turns:
+            return
+        best = rank(cast(Mapping[Hashable, float], turns), top_k=JoinRules().anchors)
+        ranked = [(cast(int, i), value) for i, value in best]
+        for turn_id, lift in self.keywords.joins(agent_id, ranked, terms, turns).items():
+            key = ("context", turn_id)
+            scores[key] = scores.get(key, 0.0) + lift
+            parts[key] = {**parts.get(key, {}), "join": lift}
 
     def _spread(
         self,

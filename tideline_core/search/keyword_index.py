@@ -25,6 +25,7 @@ from sqlalchemy import literal, select
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
@@ -177,6 +178,7 @@ class KeywordIndex:
         since: datetime | None = None,
         until: datetime | None = None,
         version: StoreVersion | None = None,
+        groups: Mapping[str, str] | None = None,
     ) -> dict[str, list[tuple[int, float]]]:
         """Top-k (row id, BM25 score) of every view of `kind` ('kw', and 'kw_ctx' for turns), one refresh."""
         shard = self.refresh(agent_id, kind, version)
@@ -187,11 +189,15 @@ class KeywordIndex:
         with shard.lock:
             for view, index in views.items():
                 if since is None and until is None:
-                    out[view] = [(cast(int, i), s) for i, s in index.score(terms, top_k=k)]
+                    out[view] = [(cast(int, i), s) for i, s in index.score(terms, top_k=k, groups=groups)]
                     continue
                 lo = since.timestamp() if since is not None else float("-inf")
                 hi = until.timestamp() if until is not None else float("inf")
-                hits = [(cast(int, i), s) for i, s in index.score(terms) if lo <= shard.times[cast(int, i)] <= hi]
+                hits = [
+                    (cast(int, i), s)
+                    for i, s in index.score(terms, groups=groups)
+                    if lo <= shard.times[cast(int, i)] <= hi
+                ]
                 out[view] = hits[:k]
         return out
 
@@ -200,6 +206,25 @@ class KeywordIndex:
         shard = self._shard(agent_id, "context")
         with shard.lock:
             return {i: shard.neighbours(i) for i in ids}
+
+    def joins(
+        self,
+        agent_id: str,
+        ranked: Sequence[tuple[int, float]],
+        terms: Mapping[str, float],
+        scores: Mapping[int, float],
+    ) -> dict[int, float]:
+        """Lifts of the session mates of the top turns in `ranked` that a join links to them (see `joins`)."""
+        shard = self._shard(agent_id, "context")
+        with shard.lock:
+            corpus = JoinCorpus(
+                tokens_of=lambda i: shard.tokens.get(i, ()),
+                session_of=lambda i: [j for _, j in shard.sessions.get(shard.session_of.get(i, ""), ())],
+                rows_with=shard.kw.df,
+                rows=len(shard.kw),
+                speakers=frozenset(word for name in shard.speaker_turns for word in analyze(name)),
+            )
+            return session_joins(ranked, terms, scores, corpus)
 
     def speaker_names(self, agent_id: str) -> set[str]:
         """Every speaker of the agent's context turns (as of the last refresh)."""

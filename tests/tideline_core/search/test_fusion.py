@@ -131,3 +131,27 @@ def test_a_strong_turn_lifts_the_turn_before_it_above_an_unrelated_equal():
     spread = spread_to_neighbours({1: 0.5, 2: 1.0, 7: 0.5}, {1: [2], 2: [1], 7: []}, gamma=0.2)
     assert [d for d, _ in rank(spread)] == [2, 1, 7]
     assert spread[1] == pytest.approx(0.7)
+
+
+def _flat_dense_against_a_decisive_keyword() -> dict[str, dict[str, float]]:
+    """Keyword knows the answer is 'a'; both dense views rank 'b' first by noise: their top ten lie within 0.002."""
+    noise = {f"n{i}": 0.8000 + i * 0.0001 for i in range(12)}
+    keyword = {"a": 12.0, "b": 3.0, **{k: 2.0 for k in noise}}
+    dense = {**noise, "a": 0.8000, "b": 0.8020}
+    return {"kw": keyword, "dense": dense, "ctx": dict(dense)}
+
+
+def test_a_dense_view_whose_top_ten_lie_within_the_flat_margin_does_not_outvote_a_decisive_keyword_signal():
+    signals = _flat_dense_against_a_decisive_keyword()
+    weights = {"kw": 1.0, "dense": 0.5, "ctx": 1.0}
+    assert ranking(fuse(signals, weights=weights, floors={"kw": 0.0}))[0] == "b", "min-max stretches the noise"
+    flat = {"dense": 0.005, "ctx": 0.005}
+    assert ranking(fuse(signals, weights=weights, floors={"kw": 0.0}, flat=flat))[0] == "a"
+
+
+def test_a_dense_view_that_tells_its_top_apart_keeps_its_full_weight():
+    signals = _flat_dense_against_a_decisive_keyword()
+    spread = {k: 0.5 + 0.02 * i for i, k in enumerate(sorted(signals["dense"]))}
+    signals = {**signals, "dense": spread, "ctx": spread}
+    flat = {"dense": 0.005, "ctx": 0.005}
+    assert fuse(signals, flat=flat) == fuse(signals)

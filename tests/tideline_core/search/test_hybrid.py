@@ -333,3 +333,27 @@ def test_a_large_store_ranks_the_same_with_its_dense_half_beside_the_keyword_hal
     svc.forget_queries()
     with pytest.raises(RuntimeError, match="the model crashed"):
         svc.search("alice", parse(SearchIn, {"query": "a question nobody asked"}))
+
+
+def test_a_question_that_identifies_someone_by_a_number_finds_their_name_in_another_turn_of_the_conversation(
+    db: Database,
+) -> None:
+    relatives = ("表姐", "叔叔", "舅妈", "上司", "下属", "表弟", "婶婶", "姑姑")
+    for n, who in enumerate(relatives):
+        record(
+            db,
+            "alice",
+            f"other{n}",
+            [("me", f"我{who}的名字叫张{n}号。"), ("me", f"我{who}的手机号是1380000{n:04d}。")],
+        )
+    number, name, cousin = record(
+        db,
+        "alice",
+        "colleague",
+        [("me", "我同事的手机号是19842342126。"), ("me", "我同事的名字叫陈雪梅。"), ("me", "我表哥的名字叫王建国。")],
+    )
+    svc = service(db, WordsEmbedder())
+    hits = search(svc, query="那个手机号是19842342126的人叫什么名字？", kinds="context", limit=3)
+    assert [h.id for h in hits[:2]] == [number, name]
+    assert "join" in hits[1].signals, "linked through 同事, a word the question does not use"
+    assert cousin not in [h.id for h in hits[:2]]
