@@ -327,7 +327,10 @@ class HybridSearch:
             return
         with self.db.read() as conn:
             hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
-        signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
+        # FTS holds every row; only those the keyword index holds are searchable (it reads past the dream's
+        # extracts when they are left out, and an empty index of memories must not let them in this way).
+        held = self.keywords.times_of(agent_id, kind, [i for i, _ in hits], version)
+        signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits if i in held})
 
     def _time_signal(
         self,

@@ -136,7 +136,7 @@ def test_a_strong_turn_lifts_the_turn_before_it_above_an_unrelated_equal():
 def _flat_dense_against_a_decisive_keyword() -> dict[str, dict[str, float]]:
     """Keyword knows the answer is 'a'; both dense views rank 'b' first by noise: their top ten lie within 0.002."""
     noise = {f"n{i}": 0.8000 + i * 0.0001 for i in range(12)}
-    keyword = {"a": 12.0, "b": 3.0, **{k: 2.0 for k in noise}}
+    keyword = {"a": 12.0, "b": 3.0, **dict.fromkeys(noise, 2.0)}
     dense = {**noise, "a": 0.8000, "b": 0.8020}
     return {"kw": keyword, "dense": dense, "ctx": dict(dense)}
 

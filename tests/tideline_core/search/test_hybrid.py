@@ -357,3 +357,19 @@ def test_a_question_that_identifies_someone_by_a_number_finds_their_name_in_anot
     assert [h.id for h in hits[:2]] == [number, name]
     assert "join" in hits[1].signals, "linked through 同事, a word the question does not use"
     assert cousin not in [h.id for h in hits[:2]]
+
+
+def test_the_dreams_extracts_left_out_of_search_change_no_score_not_even_through_the_full_text_fallback(
+    db: Database,
+) -> None:
+    record(db, "alice", "trip", [("me", "We hiked the ridge at dawn."), ("me", "The ridge was windy, the hike long.")])
+    embedder = WordsEmbedder()
+    embed_pending(db, embedder)
+    before = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
+    with db.write() as conn:
+        for day in range(45):
+            said = "ridge hike, ridge hike" if day % 3 == 0 else "a swim in the lake"
+            insert_narrative(conn, "alice", NarrativeIn(gesture=f"digest {day}: {said}", narrative_type="digest"))
+    embed_pending(db, embedder)
+    after = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
+    assert after == before, "the memories' index holds none of the digests, so the full-text fallback must not either"
