@@ -1,15 +1,21 @@
-"""Calling tools the way an agent runtime does, and checking the database behind the server's back."""
+"""Calling tools the way an agent runtime does, serving the HTTP app, and checking the database behind its back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+import uvicorn
 from mcp import Client
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
+from mcp_server.app import http_app
 from tideline_core.settings import Settings
 
 
@@ -42,6 +48,40 @@ class RecordingJobQueue:
 
     def workers(self) -> dict[str, list[str]] | None:
         return self.live
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for a server a test starts)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(settings: Settings, dispatcher: RecordingJobQueue, path: str = "") -> Iterator[str]:
+    """The production HTTP app under uvicorn in a thread, on loopback at `settings.http_port`; yields `path`'s URL."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            http_app(settings, jobs=dispatcher),
+            host="127.0.0.1",
+            port=settings.http_port,
+            log_config=None,
+            log_level="warning",
+            lifespan="on",
+        )
+    )
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    # uvicorn flips `started` once the socket listens; wait on the thread meanwhile rather than sleeping blind.
+    while not server.started:
+        if not thread.is_alive():
+            pytest.fail("uvicorn exited during start-up")
+        thread.join(0.02)
+    try:
+        yield f"http://127.0.0.1:{settings.http_port}{path}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -3,56 +3,20 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from mcp_helpers import RecordingJobQueue
+from mcp_helpers import RecordingJobQueue, free_port, serving
 
-from mcp_server.app import http_app
 from tideline_core.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALICE_TOKEN = "alice-token-hooks-1"
 BOB_TOKEN = "bob-token-hooks-2"
 JSON = {"Content-Type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serving(settings: Settings, dispatcher: RecordingJobQueue) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(
-            http_app(settings, jobs=dispatcher),
-            host="127.0.0.1",
-            port=settings.http_port,
-            log_config=None,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    thread = threading.Thread(target=server.run, name="uvicorn-hooks", daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            pytest.fail("uvicorn exited during start-up")
-        thread.join(0.02)
-    try:
-        yield f"http://127.0.0.1:{settings.http_port}/hooks/v1/event"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+EVENT = "/hooks/v1/event"
 
 
 def body(event: str = "claude_session_start", agent: str | None = None, **changes: Any) -> dict[str, Any]:
@@ -74,7 +38,7 @@ def test_with_tokens_each_hook_answers_as_its_tokens_agent_and_no_other(
     settings = local_settings.model_copy(
         update={"http_port": free_port(), "http_tokens": f"{ALICE_TOKEN}:alice,{BOB_TOKEN}:bob"}
     )
-    with serving(settings, dispatcher) as url:
+    with serving(settings, dispatcher, EVENT) as url:
         alice = httpx.post(url, json=body(), headers={"Authorization": f"Bearer {ALICE_TOKEN}"})
         bob = httpx.post(url, json=body(agent="bob"), headers={"Authorization": f"Bearer {BOB_TOKEN}"})
         anonymous = httpx.post(url, json=body(agent="alice"))
@@ -90,7 +54,7 @@ def test_without_tokens_the_body_names_the_agent_and_a_browser_is_refused(
     local_settings: Settings, dispatcher: RecordingJobQueue, soul: None
 ) -> None:
     settings = local_settings.model_copy(update={"http_port": free_port()})
-    with serving(settings, dispatcher) as url:
+    with serving(settings, dispatcher, EVENT) as url:
         bob = httpx.post(url, json=body(agent="bob"))
         default = httpx.post(url, json=body())
         page = httpx.post(url, json=body(), headers={"Origin": "http://example.com"})
@@ -117,7 +81,7 @@ def test_a_bad_event_is_refused_naming_the_field_and_stores_nothing(
 ) -> None:
     settings = local_settings.model_copy(update={"http_port": free_port()})
     content = payload if isinstance(payload, str) else json.dumps(payload)
-    with serving(settings, dispatcher) as url:
+    with serving(settings, dispatcher, EVENT) as url:
         refused = httpx.post(url, content=content, headers=JSON)
     assert refused.status_code == 400 and refused.json()["field"] == field, refused.text
     assert dispatcher.embeds == []

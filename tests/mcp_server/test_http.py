@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import RecordingJobQueue, call, refused
+from mcp_helpers import RecordingJobQueue, call, free_port, refused, serving
 
 from mcp_server.app import http_app
 from tideline_core.errors import ConfigurationError
@@ -29,41 +26,6 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serving(settings: Settings, dispatcher: RecordingJobQueue) -> Iterator[str]:
-    """The production HTTP app under uvicorn in a thread; yields its base URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(
-            http_app(settings, jobs=dispatcher),
-            host=settings.http_host,
-            port=settings.http_port,
-            log_config=None,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
-    thread.start()
-    started = threading.Event()
-    # uvicorn flips `started` once the socket listens; poll it on the event rather than sleeping blind.
-    while not started.wait(0.02):
-        if server.started:
-            started.set()
-        elif not thread.is_alive():
-            pytest.fail("uvicorn exited during start-up")
-    try:
-        yield f"http://{settings.http_host}:{settings.http_port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture

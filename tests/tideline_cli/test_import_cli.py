@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cli_helpers import tideline
+from session_files import write_conversation
 from sqlalchemy import select
 
 from tideline_cli.importing import SHOWN_MALFORMED, Progress
@@ -37,17 +38,8 @@ def summary(files: int, added: tuple[int, int], skipped: tuple[int, int], malfor
 
 
 def conversation(path: Path, turns: int) -> Path:
-    start = datetime(2025, 6, 1, tzinfo=UTC)
-    with open(path, "w", encoding="utf-8") as out:
-        for i in range(turns):
-            line = {
-                "role": "user" if i % 2 == 0 else "assistant",
-                "content": f"turn {i}: the ferry timetable changes on Mondays",
-                "timestamp": (start + timedelta(seconds=i)).isoformat(),
-                "session": f"s{i // 1000}",
-            }
-            out.write(json.dumps(line) + "\n")
-    return path
+    """A thousand turns a session, a second apart."""
+    return write_conversation(path, turns, session_of=lambda i: f"s{i // 1000}", step=timedelta(seconds=1))
 
 
 def test_past_sessions_are_imported_and_a_second_import_adds_nothing(env: dict[str, str], database: Database) -> None:

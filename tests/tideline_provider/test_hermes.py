@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 from hermes_standin import PREFETCH_TIMEOUT, MemoryManager, load_from_entry_point, load_from_plugin_dir
+from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
-from tideline_core.store.schema import ContextTurn, Narrative
-from tideline_core.store.status import counts
+from tideline_core.store.schema import Narrative
 from tideline_provider.hermes import TidelineMemoryProvider
 from tideline_provider.hermes_plugin import install_plugin_dir
 
@@ -59,26 +59,10 @@ def hermes_kwargs(home: Path, **overrides: Any) -> dict[str, Any]:
     }
 
 
-def turns_of(db: Database, agent: str) -> list[tuple[str, str, str]]:
-    with db.read() as conn:
-        rows = conn.execute(
-            select(ContextTurn.session_id, ContextTurn.role, ContextTurn.content)
-            .where(ContextTurn.agent_id == agent)
-            .order_by(ContextTurn.id)
-        ).all()
-    return [(s, r, c) for s, r, c in rows]
-
-
 def narratives_of(db: Database, agent: str) -> list[str]:
     with db.read() as conn:
         rows = conn.execute(select(Narrative.gesture).where(Narrative.agent_id == agent).order_by(Narrative.id))
         return [gesture for (gesture,) in rows]
-
-
-def all_embedded(db: Database, agent: str) -> bool:
-    with db.read() as conn:
-        c = counts(conn, agent)
-    return c.pending_narratives == 0 and c.pending_context == 0
 
 
 def test_a_fact_told_in_one_turn_comes_back_by_meaning_in_a_later_turns_recall_well_inside_the_cutoff(

@@ -5,31 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
-from tideline_core.store.schema import AttentionHit, ContextTurn
-from tideline_core.store.status import counts
+from tideline_core.store.schema import AttentionHit
 from tideline_provider import TidelineProvider
-
-
-def turns_of(db: Database, agent: str) -> list[tuple[str, str, str]]:
-    with db.read() as conn:
-        rows = conn.execute(
-            select(ContextTurn.session_id, ContextTurn.role, ContextTurn.content)
-            .where(ContextTurn.agent_id == agent)
-            .order_by(ContextTurn.id)
-        ).all()
-    return [(s, r, c) for s, r, c in rows]
-
-
-def all_embedded(db: Database, agent: str) -> bool:
-    with db.read() as conn:
-        c = counts(conn, agent)
-    return c.pending_narratives == 0 and c.pending_context == 0
 
 
 def test_a_runtimes_hooks_store_each_message_once_and_recall_it_by_meaning_once_a_worker_embedded_it(

@@ -20,14 +20,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tideline_core.errors import InvalidInput
 from tideline_core.importing.lines import (
     Clock,
     Line,
     Malformed,
     SessionItem,
     SourceTurn,
-    json_object,
+    each_record,
     lines_of,
     lowered,
     part_text,
@@ -61,25 +60,12 @@ def read_claude_code(path: str | Path, start_offset: int = 0) -> Iterator[Sessio
 
 def parse_claude_code(lines: Iterable[Line], *, default_session: str = "") -> Iterator[SessionItem]:
     clock = Clock()
-    for line in lines:
-        record = json_object(line)
-        if record is None:
-            continue
-        if isinstance(record, Malformed):
-            yield record
-            continue
-        if record.get("type") not in SAID:
-            continue
-        try:
-            item = _turn(record, line, clock, default_session)
-        except InvalidInput as exc:
-            yield Malformed(line.number, line.end, str(exc))
-            continue
-        if item is not None:
-            yield item
+    return each_record(lines, lambda record, line: _turn(record, line, clock, default_session))
 
 
 def _turn(record: dict[str, Any], line: Line, clock: Clock, default_session: str) -> SessionItem | None:
+    if record.get("type") not in SAID:
+        return None
     created_at = clock.read(record.get("timestamp"))
     if any(record.get(flag) is True for flag in SKIPPED_FLAGS):
         return None

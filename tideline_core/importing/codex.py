@@ -19,14 +19,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tideline_core.errors import InvalidInput
 from tideline_core.importing.lines import (
     Clock,
     Line,
     Malformed,
     SessionItem,
     SourceTurn,
-    json_object,
+    each_record,
     lines_of,
     lowered,
     starts_with_any,
@@ -63,39 +62,28 @@ def parse_codex(lines: Iterable[Line], *, default_session: str = "") -> Iterator
     clock = Clock()
     session = default_session
     named = False
-    for line in lines:
-        record = json_object(line)
-        if record is None:
-            continue
-        if isinstance(record, Malformed):
-            yield record
-            continue
-        try:
-            clock.read(record.get("timestamp"))
-            kind = record.get("type")
-            payload = record.get("payload")
-            if kind == "session_meta" or (kind is None and "id" in record and "record_type" not in record):
-                meta = payload if isinstance(payload, dict) else record
-                if not named and isinstance(meta.get("id"), str) and meta["id"]:
-                    # A forked session repeats its parent's meta later on; the first one names this file's session.
-                    session, named = meta["id"], True
-                clock.read(meta.get("timestamp"))
-                continue
-            if kind == "response_item":
-                if not isinstance(payload, dict):
-                    yield Malformed(line.number, line.end, "a response_item line without a payload object")
-                    continue
-                item = payload
-            elif kind == "message":
-                item = record  # the older layout: the item is the line itself
-            else:
-                continue
-            turn = _message(item, line, clock, session)
-        except InvalidInput as exc:
-            yield Malformed(line.number, line.end, str(exc))
-            continue
-        if turn is not None:
-            yield turn
+
+    def read(record: dict[str, Any], line: Line) -> SessionItem | None:
+        nonlocal session, named
+        clock.read(record.get("timestamp"))
+        kind = record.get("type")
+        payload = record.get("payload")
+        if kind == "session_meta" or (kind is None and "id" in record and "record_type" not in record):
+            meta = payload if isinstance(payload, dict) else record
+            if not named and isinstance(meta.get("id"), str) and meta["id"]:
+                # A forked session repeats its parent's meta later on; the first one names this file's session.
+                session, named = meta["id"], True
+            clock.read(meta.get("timestamp"))
+            return None
+        if kind == "response_item":
+            if not isinstance(payload, dict):
+                return Malformed(line.number, line.end, "a response_item line without a payload object")
+            return _message(payload, line, clock, session)
+        if kind == "message":
+            return _message(record, line, clock, session)  # the older layout: the item is the line itself
+        return None
+
+    return each_record(lines, read)
 
 
 def _message(item: dict[str, Any], line: Line, clock: Clock, session: str) -> SessionItem | None:

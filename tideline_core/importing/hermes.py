@@ -31,7 +31,7 @@ from tideline_core.importing.lines import (
     NaiveZone,
     SessionItem,
     SourceTurn,
-    json_object,
+    each_record,
     lines_of,
     text_of,
 )
@@ -74,22 +74,7 @@ def parse_hermes_lines(
     lines: Iterable[Line], *, default_session: str = "", naive_zone: NaiveZone = "local"
 ) -> Iterator[SessionItem]:
     clock = Clock(naive_zone)
-    for line in lines:
-        record = json_object(line)
-        if record is None:
-            continue
-        if isinstance(record, Malformed):
-            yield record
-            continue
-        try:
-            item = _message(record, clock, default_session, line.number, line.end)
-        except InvalidInput as exc:
-            yield Malformed(line.number, line.end, str(exc))
-            continue
-        if isinstance(item, Malformed):
-            yield Malformed(line.number, line.end, item.reason)
-        elif item is not None:
-            yield item
+    return each_record(lines, lambda record, line: _message(record, clock, default_session, line.number, line.end))
 
 
 def parse_hermes_document(

@@ -12,14 +12,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tideline_core.errors import InvalidInput
 from tideline_core.importing.lines import (
     Clock,
     Line,
     Malformed,
     SessionItem,
     SourceTurn,
-    json_object,
+    each_record,
     lines_of,
     text_of,
 )
@@ -33,17 +32,7 @@ def read_jsonl(path: str | Path, start_offset: int = 0) -> Iterator[SessionItem]
 
 def parse_jsonl(lines: Iterable[Line], *, default_session: str = "") -> Iterator[SessionItem]:
     clock = Clock()
-    for line in lines:
-        record = json_object(line)
-        if record is None:
-            continue
-        if isinstance(record, Malformed):
-            yield record
-            continue
-        try:
-            yield _turn(record, line, clock, default_session)
-        except InvalidInput as exc:
-            yield Malformed(line.number, line.end, str(exc))
+    return each_record(lines, lambda record, line: _turn(record, line, clock, default_session))
 
 
 def _turn(record: dict[str, Any], line: Line, clock: Clock, default_session: str) -> SessionItem:

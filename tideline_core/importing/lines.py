@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -101,6 +101,30 @@ def json_object(line: Line) -> dict[str, Any] | Malformed | None:
     if not isinstance(value, dict):
         return Malformed(line.number, line.end, f"a JSON {type(value).__name__}, expected an object")
     return value
+
+
+def each_record(
+    lines: Iterable[Line], read: Callable[[dict[str, Any], Line], SessionItem | None]
+) -> Iterator[SessionItem]:
+    """What `read` makes of each line's JSON object, streamed; `read` returns None to pass a line over.
+
+    A blank line is passed over; a line that is not a JSON object, or whose object `read` refuses with
+    InvalidInput, is reported as Malformed and the reading goes on.
+    """
+    for line in lines:
+        record = json_object(line)
+        if record is None:
+            continue
+        if isinstance(record, Malformed):
+            yield record
+            continue
+        try:
+            item = read(record, line)
+        except InvalidInput as exc:
+            yield Malformed(line.number, line.end, str(exc))
+            continue
+        if item is not None:
+            yield item
 
 
 # How a time written without a zone is read: as UTC (the store's rule), or in this machine's zone ("local").

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from session_files import write_conversation
 from sqlalchemy import func, select
 
 from tideline_core.compose import compose
@@ -81,19 +82,9 @@ def stored(service: Service, agent: str = AGENT) -> int:
         )
 
 
-def conversation(path: Path, turns: int, *, sessions: int = 3, start: datetime | None = None) -> Path:
-    """A generic JSONL file of `turns` turns over `sessions` sessions, a minute apart."""
-    start = start or datetime(2025, 6, 1, tzinfo=UTC)
-    with open(path, "w", encoding="utf-8") as out:
-        for i in range(turns):
-            line = {
-                "role": "user" if i % 2 == 0 else "assistant",
-                "content": f"turn {i} about the harbour",
-                "timestamp": (start + timedelta(minutes=i)).isoformat(),
-                "session": f"s{i % sessions}",
-            }
-            out.write(json.dumps(line) + "\n")
-    return path
+def conversation(path: Path, turns: int, *, start: datetime | None = None) -> Path:
+    """A generic JSONL file of `turns` turns over three sessions in turn, a minute apart."""
+    return write_conversation(path, turns, session_of=lambda i: f"s{i % 3}", step=timedelta(minutes=1), start=start)
 
 
 def test_every_turn_is_stored_at_its_own_time_in_its_own_session(service: Service, queue: Queue) -> None:
