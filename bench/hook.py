@@ -1,17 +1,18 @@
-"""Latency of the whole `tideline hook` process for UserPromptSubmit, with and without a running server.
+"""Latency of the whole `tideline hook` process for UserPromptSubmit and SessionStart, with and without a server.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/hook.py [--sizes 10000,100000] [--rounds 40] [--local-rounds 10]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/hook.py [--sizes 10000,100000] [--rounds 40] [--local-rounds 20]
 
 A runtime starts `tideline hook` on every prompt and waits for it; what counts is the process from
 spawn to exit. Per size, one agent's store is built as bench/inject.py builds it (bulk SQL:
 synthetic bilingual narratives with random unit vectors as embeddings, a tenth as many turns,
 profiles, self-concept, threads, snapshots, a SOUL file, topic clusters; not timed), on a throwaway
-data dir with its own Redis. Then, each call a new prompt in one session (as a conversation goes):
+data dir with its own Redis. Then each prompt call is a new prompt in one session (as a
+conversation goes), each session-start call a new session:
   with a server   `tideline serve --http` on the same data dir (the local e5: hybrid search, the
                   model loaded and the indexes built by untimed calls first); the hook is a thin
                   client posting the event to it;
-  without         nothing listens on TIDELINE_HTTP_PORT: each hook process opens the store, builds
-                  the keyword index and answers keyword-only.
+  without         nothing listens on TIDELINE_HTTP_PORT: each hook process opens the store and
+                  answers keyword-only, searching the store's FTS5 index (`search.cold`).
 Also timed: the process floor, `tideline hook` given an empty event (Python's start, the thin
 client's imports, one log line). Prints p50/p95 beside the targets; asserts nothing.
 """
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -60,6 +61,18 @@ def build(box: Sandbox, n: int) -> dict[str, Any]:
     return figures
 
 
+def start_event(session: str) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": None,
+            "cwd": "/home/u/project",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    )
+
+
 def prompt_event(prompt: str) -> str:
     return json.dumps(
         {
@@ -82,17 +95,30 @@ def run_hook(env: dict[str, str], stdin: str) -> tuple[float, str]:
     return took, done.stdout
 
 
-def timed(env: dict[str, str], prompts: list[str]) -> tuple[list[float], int]:
-    """Milliseconds per process, and how many answers held a block."""
-    took, answered = [], 0
-    for prompt in prompts:
-        ms, out = run_hook(env, prompt_event(prompt))
-        took.append(ms)
-        answered += bool(out)
-    return took, answered
+class Series(NamedTuple):
+    """Milliseconds per process of each event's calls, and how many answers held a block."""
+
+    prompt: list[float]
+    prompt_blocks: int
+    start: list[float]
+    start_blocks: int
 
 
-def with_server(box: Sandbox, asked: list[str], warmup: int) -> tuple[list[float], int]:
+def timed(env: dict[str, str], prompts: list[str], tag: str) -> Series:
+    """One prompt call per prompt, then as many session-start calls (each a new session)."""
+    prompt, prompt_blocks, start, start_blocks = [], 0, [], 0
+    for prompt_text in prompts:
+        ms, out = run_hook(env, prompt_event(prompt_text))
+        prompt.append(ms)
+        prompt_blocks += bool(out)
+    for i in range(len(prompts)):
+        ms, out = run_hook(env, start_event(f"bench-start-{tag}-{i}"))
+        start.append(ms)
+        start_blocks += bool(out)
+    return Series(prompt, prompt_blocks, start, start_blocks)
+
+
+def with_server(box: Sandbox, asked: list[str], warmup: int) -> Series:
     port = free_port()
     env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(port), TIDELINE_EMBEDDER="local")
     log = open(box.home / "server.log", "ab")  # noqa: SIM115 - closed when the server stops
@@ -108,7 +134,7 @@ def with_server(box: Sandbox, asked: list[str], warmup: int) -> tuple[list[float
         wait(healthy, 120, "the server")
         for prompt in asked[:warmup]:  # the model loads, the indexes are built, jieba warms
             run_hook(env, prompt_event(prompt))
-        return timed(env, asked[warmup:])
+        return timed(env, asked[warmup:], "server")
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -118,12 +144,12 @@ def with_server(box: Sandbox, asked: list[str], warmup: int) -> tuple[list[float
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="narratives per store, comma-separated")
-    parser.add_argument("--rounds", type=int, default=40, help="timed hook processes per size with a server")
-    parser.add_argument("--local-rounds", type=int, default=10, help="timed hook processes per size without one")
+    parser.add_argument("--rounds", type=int, default=40, help="timed hook processes per size and event with a server")
+    parser.add_argument("--local-rounds", type=int, default=20, help="timed hook processes per size and event without")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls through the server first")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    print(f"# tideline hook (UserPromptSubmit), the whole process — {machine()}")
+    print(f"# tideline hook (UserPromptSubmit, SessionStart), the whole process — {machine()}")
     print(f"  {utcnow():%Y-%m-%d %H:%M} UTC, load average {load_average()}; command {TIDELINE} hook")
     rows = []
     for n in sizes:
@@ -132,35 +158,39 @@ def main(argv: list[str] | None = None) -> None:
             asked = queries(args.warmup + args.rounds + args.local_rounds + 1)
             floor_env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(free_port()))
             floor = [run_hook(floor_env, "")[0] for _ in range(10)]
-            served, served_hits = with_server(box, asked[: args.warmup + args.rounds], args.warmup)
+            served = with_server(box, asked[: args.warmup + args.rounds], args.warmup)
             local_env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(free_port()))
-            local, local_hits = timed(local_env, asked[args.warmup + args.rounds :][: args.local_rounds])
-            rows.append((n, figures, floor, served, served_hits, local, local_hits))
+            local = timed(local_env, asked[args.warmup + args.rounds :][: args.local_rounds], "local")
+            rows.append((n, floor, served, local))
             print(
                 f"  {n:>7,} narratives ({figures['turns']:,} turns, built in {figures['build s']:.0f} s): "
-                f"server p50 {statistics.median(served):.0f} / p95 {pct(served, 95):.0f} ms; "
-                f"no server p50 {statistics.median(local):.0f} / p95 {pct(local, 95):.0f} ms; "
+                f"prompt p95 server {pct(served.prompt, 95):.0f} / none {pct(local.prompt, 95):.0f} ms; "
+                f"session start p95 server {pct(served.start, 95):.0f} / none {pct(local.start, 95):.0f} ms; "
                 f"floor p50 {statistics.median(floor):.0f} ms   (load {load_average()})",
                 flush=True,
             )
-    print("\n## Figures (ms, whole process)")
-    heads = ("server p50", "server p95", "local p50", "local p95")
-    print(f"  {'narratives':>10} " + " ".join(f"{h:>11}" for h in heads) + f" {'floor':>6}")
-    for n, _figures, floor, served, served_hits, local, local_hits in rows:
-        print(
-            f"  {n:>10,} {statistics.median(served):11.0f} {pct(served, 95):11.0f} {statistics.median(local):11.0f} "
-            f"{pct(local, 95):11.0f} {statistics.median(floor):6.0f}   blocks: server {served_hits}/{len(served)}, "
-            f"local {local_hits}/{len(local)}"
-        )
+    print("\n## Figures (ms, whole process, p50 / p95)")
+    print(f"  {'narratives':>10} {'event':>14} {'with a server':>15} {'without one':>13} {'floor':>6}   blocks")
+    for n, floor, served, local in rows:
+        for event, on, off, on_blocks, off_blocks in (
+            ("prompt", served.prompt, local.prompt, served.prompt_blocks, local.prompt_blocks),
+            ("session start", served.start, local.start, served.start_blocks, local.start_blocks),
+        ):
+            print(
+                f"  {n:>10,} {event:>14} {statistics.median(on):6.0f} / {pct(on, 95):5.0f} "
+                f"{statistics.median(off):6.0f} / {pct(off, 95):5.0f} {statistics.median(floor):6.0f}   "
+                f"server {on_blocks}/{len(on)}, without {off_blocks}/{len(off)}"
+            )
     print("\n## Targets")
-    for n, _figures, _floor, served, _sh, local, _lh in rows:
+    for n, _floor, served, local in rows:
         for what, values, target in (
-            ("with a server", served, TARGET_SERVER_P95),
-            ("without", local, TARGET_LOCAL_P95),
+            ("prompt, with a server", served.prompt, TARGET_SERVER_P95),
+            ("prompt, without", local.prompt, TARGET_LOCAL_P95),
+            ("session start, without", local.start, TARGET_LOCAL_P95),
         ):
             value = pct(values, 95)
             verdict = "met" if value <= target else "NOT met"
-            print(f"  {n:>10,} {what:14} p95 ≤ {target:5.0f} ms: {value:7.0f} ms  {verdict}")
+            print(f"  {n:>10,} {what:24} p95 ≤ {target:5.0f} ms: {value:7.0f} ms  {verdict}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from tideline_cli import hook as thin
 from tideline_core import hooks as core
@@ -23,6 +24,7 @@ from tideline_core.inputs import NarrativeIn
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
+from tideline_core.store.schema import AttentionHit
 from tideline_core.store.status import counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -117,6 +119,19 @@ def test_without_a_server_a_session_start_and_a_prompt_get_their_blocks(
     assert json.loads(turn.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "changes every Monday in winter" in context_of(turn)
     assert log_lines(settings) == []
+
+
+def test_without_a_server_a_prompt_loads_no_broker_client_and_logs_what_it_showed_itself(
+    hook_env: dict[str, str], database: Database, remembered: None
+) -> None:
+    done = hook(hook_env, event("claude_user_prompt_submit"), flags=("-X", "importtime"))
+    shown = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "changes every Monday in winter" in shown
+    # Celery is imported when a job must be published (a Stop's embedding), pkg_resources never (jieba).
+    assert not [name for name in ("celery", "kombu", "pkg_resources.") if f" {name}" in done.stderr]
+    with database.read() as conn:
+        logged = conn.execute(select(AttentionHit.source).where(AttentionHit.agent_id == "alice")).scalars().all()
+    assert logged == ["t1"]
 
 
 def test_stop_stores_the_transcript_once_and_then_only_what_it_gained(

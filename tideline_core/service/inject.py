@@ -76,7 +76,10 @@ class InjectOps(ServiceParts):
         plan = [Tier("T1", t1, rules.t1_budget)]
         block = self._assemble(TURN_TITLE, plan, budget, scale, notes=notes)
         if len(block.items) < rules.t4_below:
-            keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}), exclude=exclude)
+            # T1 searched by keyword alone already (no model, or none in time): asking again finds the same rows.
+            keyword = outcome
+            if outcome.mode != "keyword":
+                keyword = self.searcher.search(agent_id, search.model_copy(update={"mode": "keyword"}), exclude=exclude)
             taken = shown | {(item.kind, item.id) for item in block.items if item.id is not None}
             plan.append(Tier("T4", tiers.recall(keyword.hits, taken, "T4", rules), rules.t4_budget))
             block = self._assemble(TURN_TITLE, plan, budget, scale, notes=notes)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 10_000
+# A script's `revision = "0006"` and `down_revision = "0005"` (or None) lines, as alembic writes them.
+_REVISION = re.compile(r"""^revision(?:\s*:[^=\n]*)?\s*=\s*["']([^"']+)["']""", re.M)
+_DOWN_REVISION = re.compile(r"""^down_revision(?:\s*:[^=\n]*)?\s*=\s*(?:["']([^"']+)["']|None)""", re.M)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -52,13 +55,50 @@ def create_db_engine(url: str) -> Engine:
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision (idempotent; safe to call at every start-up)."""
+    """Bring the schema to the newest revision (idempotent; safe to call at every start-up).
+
+    A store already there is told by one read, without alembic (importing it and reading its scripts
+    cost about 0.1 s, which a hook's process started for one prompt would pay every time) and without
+    the write lock an upgrade takes first.
+    """
+    if _at_newest(engine):
+        return
+    from alembic import command
+    from alembic.config import Config
+
     # Alembic narrates every step at INFO; on a stdio server or a CLI that is noise, not news.
     logging.getLogger("alembic").setLevel(logging.WARNING)
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["engine"] = engine
     command.upgrade(config, "head")
+
+
+def _at_newest(engine: Engine) -> bool:
+    newest = newest_revision()
+    if newest is None:
+        return False
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return False
+        return list(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == [newest]
+
+
+@functools.cache
+def newest_revision() -> str | None:
+    """The head of the migration scripts, read from their revision lines; None unless they form one line."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in (MIGRATIONS / "versions").glob("*.py"):
+        source = script.read_text(encoding="utf-8")
+        revision, parent = _REVISION.search(source), _DOWN_REVISION.search(source)
+        if revision is None or parent is None:
+            return None  # a form not read here (a merge, say): alembic decides
+        revisions.add(revision[1])
+        if parent[1]:
+            parents.add(parent[1])
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
 
 
 class Database:

@@ -4,7 +4,8 @@ The one module with FTS5 SQL. Text (`memory_text`'s search views) is indexed as 
 tokens so 2-character Chinese words match; every query term is quoted, so FTS syntax in user input
 is only text. Search answers from the in-memory BM25 index first; this lookup serves what BM25
 cannot (a single CJK character, part of an identifier), and on PostgreSQL it is an escaped LIKE
-over the base tables.
+over the base tables. `ranked` is the whole keyword lookup of a process without that index
+(`search.cold`): FTS5's own ranking, the LIKE lookup after it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy import Connection, text
 
 from tideline_core.memory_text import NARRATIVE_SEARCH_COLUMNS
 from tideline_core.timeutil import as_utc
-from tideline_core.tokens import escape_like, fts_any, index_text
+from tideline_core.tokens import escape_like, fts_any, fts_quote, index_text
 
 TABLES = {"narrative": "narratives_fts", "context": "context_fts"}
 # The base tables and the SQL form of each kind's search text, for the LIKE fallback.
@@ -111,3 +112,66 @@ def _substring_search(
     )
     rows = conn.execute(text(sql), {"agent": agent_id, "limit": limit, **params}).all()
     return [(int(r.id), float(r.score)) for r in rows]
+
+
+def ranked(
+    conn: Connection,
+    kind: str,
+    agent_id: str,
+    terms: Sequence[str],
+    limit: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    *,
+    wanted: int,
+) -> list[tuple[int, float]]:
+    """Like `search`, for a caller without the in-memory index (a hook's process): FTS5's own ranking, made cheap.
+
+    FTS5's bm25() gives a term found in at least half the indexed rows no weight (its idf, zero or
+    less, is clamped to 1e-6), yet scores every row such a term matches: at 100,000 memories a query
+    with a common word (a frequent name, 觉得) scores nearly all of them. So the other terms are
+    matched first; only when they find fewer than `wanted` rows of the agent's are the common ones
+    matched too (their rows rank after the others, as they would have). Then, as in `search`, the
+    LIKE lookup when nothing matched; on PostgreSQL, the LIKE lookup alone.
+    """
+    if not terms:
+        return []
+    if conn.dialect.name != "sqlite":
+        return _substring_search(conn, kind, agent_id, terms, limit, since, until)
+    weighing = _weighing_terms(conn, kind, terms)
+    hits = []
+    if weighing and len(weighing) < len(terms):
+        hits = _fts_ranked(conn, kind, agent_id, weighing, limit, since, until)
+    if len(hits) < wanted:
+        hits = _fts_ranked(conn, kind, agent_id, terms, limit, since, until)
+    return hits or _substring_search(conn, kind, agent_id, terms, limit, since, until)
+
+
+def _weighing_terms(conn: Connection, kind: str, terms: Sequence[str]) -> list[str]:
+    """The terms found in fewer than half the rows of the kind's FTS5 table (of every agent, as bm25() counts)."""
+    table = TABLES[kind]
+    # The docsize shadow table holds one row per indexed row: counting it reads no text.
+    total = conn.execute(text(f"SELECT count(*) FROM {table}_docsize")).scalar_one()
+    rows = text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :term")
+    return [term for term in terms if 2 * conn.execute(rows, {"term": fts_quote(term)}).scalar_one() < total]
+
+
+def _fts_ranked(
+    conn: Connection,
+    kind: str,
+    agent_id: str,
+    terms: Sequence[str],
+    limit: int,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[tuple[int, float]]:
+    table = TABLES[kind]
+    time_sql, params = _time_clause(kind, since, until, "b")
+    # `rank` is bm25() sorted inside FTS5, cheaper than ordering by the bm25() function in SQL.
+    join = f" JOIN {BASE[kind][0]} b ON b.id = f.rowid" if time_sql else ""
+    sql = (
+        f"SELECT f.rowid AS id, f.rank AS rank FROM {table} f{join} "
+        f"WHERE {table} MATCH :match AND f.agent_id = :agent{time_sql} ORDER BY f.rank LIMIT :limit"
+    )
+    rows = conn.execute(text(sql), {"match": fts_any(terms), "agent": agent_id, "limit": limit, **params}).all()
+    return [(int(r.id), -float(r.rank)) for r in rows]
