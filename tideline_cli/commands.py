@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from tideline_cli.compose import open_service
+from tideline_cli.health import BeatReport, beat_report
+from tideline_cli.stack import redacted_url
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
+from tideline_core.service import StatusReport
 from tideline_core.settings import Settings
 
 NARRATIVE_FLAGS = (
@@ -48,47 +51,100 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     agent = _agent(settings, args)
     with open_service(settings) as service:  # the model is not loaded by building the service
         report = service.status(agent)
+    # Which beat holds the schedule is the broker's business, asked here at the edge (a dead broker: not asked).
+    beat = beat_report(settings) if report.broker_reachable else None
     if args.json:
-        print(
-            _dump(
-                {
-                    "agent": agent,
-                    "database": settings.resolved_database_url,
-                    "counts": asdict(report.counts),
-                    "queues": report.queue_depths,
-                    "workers": report.workers,
-                    "last_task_events": [asdict(e) for e in report.last_task_errors],
-                    "dream_runs": [asdict(r) for r in report.dream_runs],
-                    "notice": report.notice,
-                    "soul_path": report.soul_path,
-                    "soul_found": report.soul_found,
-                }
-            )
-        )
+        print(_dump(_status_json(settings, agent, report, beat)))
         return 0
     c = report.counts
-    print(f"agent {agent}  ({settings.resolved_database_url})")
+    print(f"agent {agent}  ({redacted_url(settings.resolved_database_url)})")
     print(
         f"  narratives {c.narratives}  context turns {c.context_turns}  profiles {c.profiles}  "
         f"self-concept {c.self_concept}  threads {c.threads}  snapshots {c.snapshots}"
     )
-    print(f"  embeddings pending: narratives {c.pending_narratives}, context {c.pending_context}")
+    lag = "" if report.ingest_lag_seconds is None else f"; the oldest has waited {_span(report.ingest_lag_seconds)}"
+    print(f"  embeddings pending: narratives {c.pending_narratives}, context {c.pending_context}{lag}")
     depths, workers = report.queue_depths, report.workers
     print("  queues: " + ("broker unreachable" if depths is None else ", ".join(f"{q} {n}" for q, n in depths.items())))
     if workers is None:
         print("  workers: broker unreachable")
     else:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
+    if beat is not None:
+        print("  beat: " + _beat_line(beat))
     if report.notice:
         print(f"  note: {report.notice}")
     if report.soul_path:
         missing = "" if report.soul_found else " (missing: identity from self-concept alone)"
         print(f"  SOUL file: {report.soul_path}{missing}")
+    if report.last_dream:
+        first = report.last_dream[0]
+        print(f"  last dream: {first.day} ({first.trigger or 'nightly'})")
+        for r in report.last_dream:
+            print(f"    {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     for e in report.last_task_errors:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
     for r in report.dream_runs:
         print(f"  dream {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     return 0
+
+
+def _status_json(settings: Settings, agent: str, report: StatusReport, beat: BeatReport | None) -> dict[str, Any]:
+    last = report.last_dream
+    return {
+        "agent": agent,
+        "database": redacted_url(settings.resolved_database_url),
+        "counts": asdict(report.counts),
+        "embeddings_pending": report.embeddings_pending,
+        "oldest_pending_at": report.oldest_pending_at,
+        "ingest_lag_seconds": report.ingest_lag_seconds,
+        "queues": report.queue_depths,
+        "workers": report.workers,
+        "beat": None
+        if beat is None
+        else {"holder": beat.holder, "beats": [{"node": b.node, "role": b.role} for b in beat.beats]},
+        "last_dream": None
+        if not last
+        else {
+            "day": last[0].day,
+            "run_key": last[0].run_key,
+            "trigger": last[0].trigger,
+            "stages": [
+                {
+                    "stage": r.stage,
+                    "status": r.status,
+                    "error": r.error,
+                    "started_at": r.started_at,
+                    "finished_at": r.finished_at,
+                }
+                for r in last
+            ],
+        },
+        "last_task_events": [asdict(e) for e in report.last_task_errors],
+        "dream_runs": [asdict(r) for r in report.dream_runs],
+        "notice": report.notice,
+        "soul_path": report.soul_path,
+        "soul_found": report.soul_found,
+    }
+
+
+def _beat_line(beat: BeatReport) -> str:
+    if beat.holder is None:
+        return "none holds the schedule: nothing periodic is sent (start `tideline beat`)"
+    standing_by = [b.node for b in beat.beats if b.role != "active"]
+    return f"{beat.holder} holds the schedule" + (f"; standing by: {', '.join(standing_by)}" if standing_by else "")
+
+
+def _span(seconds: float) -> str:
+    """12s, 4m 05s, 3h 20m, 2d 4h."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d {whole % 86400 // 3600}h"
 
 
 def cmd_search(settings: Settings, args: argparse.Namespace) -> int:

@@ -86,9 +86,9 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_beat(settings: Settings, args: argparse.Namespace) -> int:
+    """Celery beat under `workers.beat.SingleBeatScheduler`: a second beat on the same Redis stands by."""
     app = _prepare_worker_side(settings)
-    schedule = settings.home / "celerybeat-schedule"
-    return int(app.start(["beat", "--schedule", str(schedule), "--loglevel", args.loglevel or settings.log_level]) or 0)
+    return int(app.start(["beat", "--loglevel", args.loglevel or settings.log_level]) or 0)
 
 
 def flower_argv(settings: Settings, port: int | None = None, address: str = "127.0.0.1") -> list[str]:

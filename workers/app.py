@@ -87,6 +87,8 @@ def create_app(settings: Settings) -> Celery:
         task_send_sent_event=True,
         worker_hijack_root_logger=False,
         beat_schedule=beat_schedule(settings),
+        # One beat schedules at a time (a Redis lock); others stand by. When entries ran is kept in Redis.
+        beat_scheduler="workers.beat:SingleBeatScheduler",
     )
     attach(app, settings)
     return app

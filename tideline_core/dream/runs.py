@@ -30,6 +30,8 @@ from tideline_core.timeutil import utcnow
 
 RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
 NIGHTLY = "nightly"
+# The run key of a whole dream started by hand is this and the id of the task that started its chain.
+WHOLE_DREAM = "dream:"
 ERROR_LIMIT = 2_000
 INTERRUPTED = "interrupted: no result within the stage's time limit (its worker was killed or lost); run it again"
 
@@ -161,6 +163,25 @@ def recent_runs(conn: Connection, agent_id: str, limit: int = 10, *, stage: str 
     if stage is not None:
         query = query.where(DreamRun.stage == stage)
     rows = conn.execute(query.order_by(DreamRun.started_at.desc(), DreamRun.id.desc()).limit(limit)).all()
+    return [_record(r) for r in rows]
+
+
+def last_chain(conn: Connection, agent_id: str) -> list[DreamRunRecord]:
+    """Every stage run of the agent's latest whole dream (the nightly chain, or one started by hand), in order."""
+    whole = (DreamRun.run_key == NIGHTLY) | DreamRun.run_key.startswith(WHOLE_DREAM, autoescape=True)
+    latest = conn.execute(
+        select(DreamRun.day, DreamRun.run_key)
+        .where(DreamRun.agent_id == agent_id, whole)
+        .order_by(DreamRun.started_at.desc(), DreamRun.id.desc())
+        .limit(1)
+    ).first()
+    if latest is None:
+        return []
+    rows = conn.execute(
+        select(DreamRun.__table__)
+        .where(DreamRun.agent_id == agent_id, DreamRun.day == latest.day, DreamRun.run_key == latest.run_key)
+        .order_by(DreamRun.started_at, DreamRun.id)
+    ).all()
     return [_record(r) for r in rows]
 
 

@@ -7,7 +7,7 @@ from sqlalchemy import Connection
 from tideline_core.attention import Heatmap, heatmap, hits_since
 from tideline_core.dream.clusters import store as clusters
 from tideline_core.dream.entities import store as entities
-from tideline_core.dream.runs import last_done, recent_runs
+from tideline_core.dream.runs import last_chain, last_done, recent_runs
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts
@@ -24,7 +24,7 @@ from tideline_core.service.results import (
 )
 from tideline_core.store import events, status
 from tideline_core.store.narratives import load_narratives
-from tideline_core.timeutil import human
+from tideline_core.timeutil import human, utcnow
 
 NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
 BUILT_EMPTY = "the {stage} stage ran {when} and found {what}"
@@ -115,8 +115,10 @@ class OrganizeOps(ServiceParts):
         """What the agent's memory holds, what is pending, and how the pipeline is doing."""
         with self.db.read() as conn:
             counts = status.counts(conn, agent_id)
+            oldest = status.oldest_pending(conn, agent_id)
             task_events = events.recent_task_events(conn, limit=LAST_TASK_EVENTS, agent_id=agent_id)
             runs = recent_runs(conn, agent_id, LAST_DREAM_RUNS)
+            chain = last_chain(conn, agent_id)
         depths = self.jobs.queue_depths()
         # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
         workers = self.jobs.workers() if depths is not None else None
@@ -133,4 +135,7 @@ class OrganizeOps(ServiceParts):
             notice=embedding_notice(pending, workers) if self.embeds else None,
             soul_path=str(soul_path) if soul_path else None,
             soul_found=soul is not None,
+            oldest_pending_at=oldest,
+            ingest_lag_seconds=None if oldest is None else max(0.0, (utcnow() - oldest).total_seconds()),
+            last_dream=tuple(chain),
         )

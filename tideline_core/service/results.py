@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from tideline_core.dream.clusters.soft import Route
@@ -91,6 +92,9 @@ class StatusReport:
     notice: str | None = None  # pending rows that nothing will embed, and what to start
     soul_path: str | None = None  # where the agent's SOUL file is looked for (None: the agent id is no file name)
     soul_found: bool = False
+    oldest_pending_at: datetime | None = None  # when the oldest row still waiting for its embedding was written
+    ingest_lag_seconds: float | None = None  # how long it has waited (None: nothing waits)
+    last_dream: tuple[DreamRunRecord, ...] = ()  # the stages of the latest whole dream, in the order they ran
 
     @property
     def embeddings_pending(self) -> int:

@@ -1,7 +1,8 @@
-"""How much an agent's memory holds: rows per kind, and how many wait for (or failed) their embedding."""
+"""How much an agent's memory holds: rows per kind, how many wait for (or failed) their embedding, and since when."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
@@ -17,6 +18,7 @@ from tideline_core.store.schema import (
     Snapshot,
     Thread,
 )
+from tideline_core.timeutil import as_utc
 
 
 def _count(conn: Connection, table: Any, agent_id: str, *where: ColumnElement[bool]) -> int:
@@ -42,3 +44,18 @@ def counts(conn: Connection, agent_id: str) -> AgentCounts:
             "attention_hits": _count(conn, AttentionHit, agent_id),
         },
     )
+
+
+def oldest_pending(conn: Connection, agent_id: str) -> datetime | None:
+    """When the oldest row still waiting for its embedding was written; None when none waits.
+
+    A turn counts from when it was recorded, not the time it carries (an imported session is old).
+    """
+    narrative = select(func.min(Narrative.created_at)).where(
+        Narrative.agent_id == agent_id, Narrative.embedding_state == "pending"
+    )
+    turn = select(func.min(ContextTurn.recorded_at)).where(
+        ContextTurn.agent_id == agent_id, ContextTurn.embedding_state == "pending"
+    )
+    found = [as_utc(v) for v in (conn.execute(narrative).scalar_one(), conn.execute(turn).scalar_one()) if v]
+    return min(found) if found else None

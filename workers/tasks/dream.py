@@ -13,7 +13,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import NIGHTLY, day_of
+from tideline_core.dream.runs import NIGHTLY, WHOLE_DREAM, day_of
 from tideline_core.errors import Conflict
 from workers import locks, pipelines
 from workers.queues import TaskName
@@ -72,7 +72,7 @@ def nightly(self: Task, agent_id: str, manual: bool = False) -> dict[str, Any]:
             return {"agent_id": agent_id, "started": False, "reason": "this run's chain was already started"}
         raise Conflict(locks.nightly_running_message(agent_id))
     day = day_of()
-    run_key = f"dream:{self.request.id}" if manual else NIGHTLY
+    run_key = f"{WHOLE_DREAM}{self.request.id}" if manual else NIGHTLY
     try:
         result = pipelines.start_nightly(self.app, agent_id, token, day, run_key)
     except Exception:
