@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +74,12 @@ def add_parser(sub: Any) -> None:
         )
         parser.add_argument("--k", default="5,10,20", help="cut-offs for recall@k (default: 5,10,20)")
         parser.add_argument("--json", dest="json_file", type=Path, help="also write the figures to this JSON file")
+        parser.add_argument(
+            "--database-url",
+            metavar="URL",
+            help="load into a throwaway database made on this PostgreSQL server (dropped afterwards) instead of a "
+            "throwaway SQLite file: the PostgreSQL search path, measured (e.g. postgresql+psycopg://postgres@host/postgres)",
+        )
         parser.add_argument(
             "--embedding-cache",
             type=Path,
@@ -351,7 +359,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     embedder: Embedder = cache or build_embedder(settings)
     workdir = Path(tempfile.mkdtemp(prefix="tideline-eval-"))
     # A throwaway store in its own data dir; nothing is queued (the run embeds in-process).
-    update: dict[str, Any] = {"home": workdir, "database_url": f"sqlite:///{workdir / 'eval.db'}"}
+    database = _throwaway_postgres(args.database_url) if args.database_url else f"sqlite:///{workdir / 'eval.db'}"
+    update: dict[str, Any] = {"home": workdir, "database_url": database}
     if args.dream:
         update.update(llm_run_tokens=DREAM_TOKENS, llm_day_tokens=DREAM_TOKENS)
         how = (
@@ -431,4 +440,36 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if cache is not None:
             cache.close()
         shutil.rmtree(workdir, ignore_errors=True)
+        if args.database_url:
+            _drop_postgres(args.database_url, database)
     return 0
+
+
+def _throwaway_postgres(server: str) -> str:
+    """A new empty database on the PostgreSQL server `server` (a URL of any database there): its URL."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(server)
+    if url.get_backend_name() != "postgresql":
+        raise InvalidInput("--database-url", f"must be a PostgreSQL URL (postgresql+psycopg://...), got {server!r}")
+    name = f"tideline_eval_{os.getpid()}_{int(time.time())}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_postgres(server: str, database: str) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(make_url(server), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(database).database}" WITH (FORCE)'))
+    finally:
+        admin.dispose()

@@ -35,7 +35,7 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tideline_cli import dream, evaluate, importing, mcp_config, stages
+    from tideline_cli import dream, evaluate, health, importing, mcp_config, stages
     from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
 
     parser = argparse.ArgumentParser(
@@ -74,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     beat = sub.add_parser(
         "beat",
-        help="run Celery beat (the periodic schedule: reconcile pending embeddings, ...)",
-        description="Run Celery beat; its schedule state file lives in TIDELINE_HOME.",
+        help="run Celery beat (the periodic schedule: reconcile pending embeddings, the nightly dream)",
+        description="Run Celery beat. One beat schedules at a time: it holds a lock in Redis "
+        "(TIDELINE_BEAT_LOCK_SECONDS, renewed while it runs); another beat on the same Redis sends nothing "
+        "and stands by, and takes over once the first stops or its lock lapses.",
     )
     beat.add_argument("--loglevel", help="log level (default: TIDELINE_LOG_LEVEL, INFO)")
 
@@ -93,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser(
         "status",
-        help="counts, pending embeddings, queue depths, live workers, last task errors",
-        description="Show what the agent's memory holds and whether the pipeline is healthy.",
+        help="counts, pending embeddings and ingest lag, queues, workers, beat, the last dream and its stages",
+        description="Show what the agent's memory holds and whether the pipeline is healthy: rows, embeddings "
+        "pending and how long the oldest has waited, queue depths, live workers, which beat holds the schedule, "
+        "the last whole dream with each stage's outcome, and the last task errors.",
     )
     _add_agent(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -166,10 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--explain", action="store_true", help="list each item's tier, tokens and reason on stderr")
 
     evaluate.add_parser(sub)
+    from tideline_cli import db
+
+    db.add_parser(sub)
     dream.add_parser(sub)
     importing.add_parser(sub)
     hook.add_parser(sub)
     mcp_config.add_parser(sub)
+    health.add_parser(sub)
     stages.add_parsers(sub)  # one command per dream stage
     return parser
 
@@ -187,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pydantic import ValidationError
 
-    from tideline_cli import dream, evaluate, importing, mcp_config, stages
+    from tideline_cli import dream, evaluate, health, importing, mcp_config, stages
     from tideline_core.errors import TidelineError
     from tideline_core.settings import Settings
 
@@ -198,7 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"invalid settings: {exc}")
     from tideline_cli import commands, processes
 
-    if args.command in ("status", "search", "write", "inject", "dream", "import") or stages.is_stage(args.command):
+    if args.command in ("status", "search", "write", "inject", "dream", "import", "health") or stages.is_stage(
+        args.command
+    ):
         # One-shot commands report broker trouble in their own output; keep library warnings quiet.
         logging.basicConfig(level=logging.ERROR, format="tideline: %(message)s")
 
@@ -207,12 +217,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = stages.cmd_stage
     elif args.command == "eval":
         handler = evaluate.run
+    elif args.command == "db":
+        from tideline_cli import db
+
+        handler = db.run
     elif args.command == "dream":
         handler = dream.run
     elif args.command == "import":
         handler = importing.run
     elif args.command == "mcp-config":
         handler = mcp_config.run
+    elif args.command == "health":
+        handler = health.run
     elif args.command in ("up", "serve", "worker", "beat", "flower"):
         handler = getattr(processes, f"cmd_{args.command}")
     else:

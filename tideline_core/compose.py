@@ -6,6 +6,7 @@ evaluation. Settings are read by the composition roots that call this, and by no
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from tideline_core.dream.registry import StageContext
@@ -14,10 +15,15 @@ from tideline_core.errors import ConfigurationError
 from tideline_core.inject.setup import InjectSetup
 from tideline_core.inject.tiers import InjectRules
 from tideline_core.llm import ChatLLM, llm_from_settings
+from tideline_core.search.cold import ColdSearch
 from tideline_core.search.hybrid import HybridSearch
+from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
+from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
+
+log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -44,6 +50,7 @@ def compose(
     database: Database | None = None,
     migrate: bool = True,
     llm: ChatLLM | Literal["settings"] | None = "settings",
+    cold: bool = False,
 ) -> Service:
     """The service for `settings`, handing derived work to `jobs`.
 
@@ -51,14 +58,22 @@ def compose(
     that starts them migrates first) unless one is given, and builds the embedder the settings
     name unless one is given. The model itself loads on the first embedding, not here. The dream's
     LLM is the one the settings name (none when TIDELINE_LLM_URL or _MODEL is unset) unless `llm` is given.
+
+    `cold`: the service of a process that answers once and exits (`tideline hook` without a server):
+    no embedder (`embedder` is not used), and search by keyword over the store's FTS5 index
+    (`ColdSearch`) rather than in-memory indexes that would be built for a single query.
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
-    active = embedder or build_embedder(settings)
+    extracts = settings.dream_extracts_in_search
+    if cold:
+        searcher: HybridSearch = ColdSearch(db, extracts=extracts)
+    else:
+        timeout = settings.query_embedding_timeout
+        searcher = searcher_for(db, embedder or build_embedder(settings), query_timeout=timeout, extracts=extracts)
+    active = searcher.embedder
     return Service(
         db=db,
-        searcher=HybridSearch(
-            db, active, query_timeout=settings.query_embedding_timeout, extracts=settings.dream_extracts_in_search
-        ),
+        searcher=searcher,
         jobs=jobs,
         stages=StageContext(
             db=db,
@@ -71,6 +86,21 @@ def compose(
         query_timeout=settings.query_embedding_timeout,
         inject=inject_setup(settings),
     )
+
+
+def searcher_for(db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool) -> HybridSearch:
+    """PostgreSQL with pgvector: `PostgresSearch`, every index in the database (no per-agent state in the process);
+    otherwise `HybridSearch` over in-memory indexes (SQLite's default, and PostgreSQL without pgvector)."""
+    if db.dialect == "postgresql":
+        with db.read() as conn:
+            ready = pg_vectors.enabled(conn)
+        if ready:
+            return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts)
+        log.warning(
+            "PostgreSQL without pgvector (no embeddings.vec column): search keeps in-memory indexes in this "
+            "process; install pgvector and run `tideline db upgrade` to search in the database"
+        )
+    return HybridSearch(db, embedder, query_timeout=query_timeout, extracts=extracts)
 
 
 def inject_setup(settings: Settings) -> InjectSetup:

@@ -2,7 +2,8 @@
 
 Vectors are float32 blobs with the model that made them and their view ('base': the row's own
 text; 'ctx': a turn with the turns before it). They arrive L2-normalized from the embedder
-(`tideline_core.embedding`) and are stored as they are.
+(`tideline_core.embedding`) and are stored as they are; on PostgreSQL with pgvector each also as a
+`halfvec` for the database's own vector index (`pg_vectors`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy import Connection, delete, func, insert, literal, select, update
 
 from tideline_core.memory_text import narrative_passage, turn_text
 from tideline_core.records import PendingRow
+from tideline_core.store import pg_vectors
 from tideline_core.store.catchup import IdCursor, ids_after
 from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives
@@ -151,21 +153,22 @@ def save_embeddings(
         raise ValueError(f"expected one vector per row ({len(rows)}), got an array of shape {matrix.shape}")
     ids = [r.id for r in rows]
     conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.view == view, Embedding.row_id.in_(ids)))
-    conn.execute(
-        insert(Embedding),
-        [
-            {
-                "kind": kind,
-                "row_id": r.id,
-                "agent_id": r.agent_id,
-                "model": model,
-                "dim": matrix.shape[1],
-                "vector": to_blob(matrix[i]),
-                "view": view,
-            }
-            for i, r in enumerate(rows)
-        ],
-    )
+    values = [
+        {
+            "kind": kind,
+            "row_id": r.id,
+            "agent_id": r.agent_id,
+            "model": model,
+            "dim": matrix.shape[1],
+            "vector": to_blob(matrix[i]),
+            "view": view,
+        }
+        for i, r in enumerate(rows)
+    ]
+    if pg_vectors.enabled(conn):  # PostgreSQL with pgvector: the search copy of each vector goes in with it
+        pg_vectors.insert_rows(conn, values, matrix)
+    else:
+        conn.execute(insert(Embedding), values)
     if mark_done:
         table = _TABLE[kind]
         conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))

@@ -74,4 +74,31 @@ def test_the_migrations_build_exactly_the_tables_the_schema_declares(
 
 
 def _is_fts(difference: object) -> bool:
-    return "fts" in repr(difference)
+    # ... and so are pgvector's search copy of each vector (`embeddings.vec`) and its HNSW indexes.
+    return any(mark in repr(difference) for mark in ("fts", "'vec'", "ix_embeddings_vec_"))
+
+
+def test_the_newest_revision_is_read_from_the_scripts_as_alembic_reads_them() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from tideline_core.store.database import MIGRATIONS, newest_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert [newest_revision()] == ScriptDirectory.from_config(config).get_heads()
+
+
+def test_a_store_at_the_newest_revision_opens_without_alembic(tmp_path: Path) -> None:
+    # A hook's process opens the store for each prompt: only a store behind is worth alembic's import.
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    script = "import sys; from tideline_core.store.database import Database; Database.open(sys.argv[1]).close(); "
+
+    def alembic_loaded() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", script + "print('alembic' in sys.modules)", url], capture_output=True, text=True
+        )
+        return done.stdout.strip() or done.stderr
+
+    assert [alembic_loaded(), alembic_loaded()] == ["True", "False"]  # the new store is migrated, then only read
+    assert len(versions(url)) == 1

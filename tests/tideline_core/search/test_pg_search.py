@@ -1,0 +1,233 @@
+"""PostgresSearch on PostgreSQL with pgvector: BM25 over jieba tsvectors and HNSW vectors, read per query.
+
+A deterministic bag-of-words embedder (384 dimensions, the HNSW column's size) stands in for e5,
+so rankings can be compared exactly with HybridSearch over the same rows in SQLite.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
+from tideline_core.ingest import embed_pending
+from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
+from tideline_core.search.bm25 import analyze
+from tideline_core.search.hybrid import HybridSearch
+from tideline_core.search.pg_search import PostgresSearch
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.turns import insert_turns
+
+DIM = 384
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+class WordsEmbedder:
+    """Hashed bag of analyzed words, L2-normalized."""
+
+    model = "test-words"
+
+    def _one(self, text_: str) -> np.ndarray:
+        v = np.zeros(DIM, dtype=np.float32)
+        for token in analyze(text_):
+            v[zlib.crc32(token.encode()) % DIM] += 1.0
+        n = np.linalg.norm(v)
+        return v / n if n else v
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self._one(t) for t in texts])
+
+    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
+        return np.stack([self._one(t) for t in texts])
+
+
+@pytest.fixture
+def pg(pgvector_url: str) -> Iterator[Database]:  # noqa: F811 - the fixture imported above
+    db = Database.open(pgvector_url)
+    yield db
+    db.close()
+
+
+def memory(gesture: str, at: datetime = START, **extra: object) -> NarrativeIn:
+    return parse(NarrativeIn, {"gesture": gesture, "occurred_at": at.isoformat(), **extra})
+
+
+def turn(content: str, session: str, speaker: str, at: datetime) -> ContextTurnIn:
+    return parse(
+        ContextTurnIn,
+        {"role": "user", "content": content, "session_id": session, "speaker": speaker, "created_at": at.isoformat()},
+    )
+
+
+def ask(searcher: HybridSearch, agent: str, query: str = "", **params: object) -> list[tuple[str, int]]:
+    outcome = searcher.search(agent, parse(SearchIn, {"query": query, **params}))
+    return [(h.kind, h.id) for h in outcome.hits]
+
+
+def write_memories(db: Database, agent: str, texts: Sequence[str], at: datetime = START) -> list[int]:
+    with db.write() as conn:
+        return [insert_narrative(conn, agent, memory(t, at + timedelta(days=i))).id for i, t in enumerate(texts)]
+
+
+def test_chinese_one_and_two_character_words_and_english_words_are_found(pg: Database) -> None:
+    ids = write_memories(pg, "alice", ["我养了一只猫", "今天喝了咖啡", "We ran the marathon in Berlin", "天气很好"])
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    assert ask(searcher, "alice", "猫", mode="keyword")[0] == ("narrative", ids[0])
+    assert ask(searcher, "alice", "咖啡", mode="keyword")[0] == ("narrative", ids[1])
+    assert ask(searcher, "alice", "marathons", mode="keyword")[0] == ("narrative", ids[2])  # stemmed, as BM25 is
+    # A single character inside a word jieba keeps whole (天气) is found by the store's substring lookup.
+    assert ask(searcher, "alice", "气", mode="keyword") == [("narrative", ids[3])]
+
+
+def test_an_agent_never_finds_another_agents_rows(pg: Database) -> None:
+    write_memories(pg, "alice", ["blue whale song"])
+    (bob,) = write_memories(pg, "bob", ["blue whale song"])
+    embed_pending(pg, WordsEmbedder())
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    for mode in ("keyword", "dense", "hybrid"):
+        assert ask(searcher, "bob", "whale", mode=mode) == [("narrative", bob)]
+    assert ask(searcher, "carol", "whale") == []
+
+
+def test_since_and_until_bound_every_signal(pg: Database) -> None:
+    ids = write_memories(pg, "alice", [f"garden day {i}" for i in range(5)])
+    embed_pending(pg, WordsEmbedder())
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    since, until = START + timedelta(days=1), START + timedelta(days=3)
+    for mode in ("keyword", "dense", "hybrid"):
+        found = ask(searcher, "alice", "garden", mode=mode, since=since.isoformat(), until=until.isoformat())
+        assert sorted(i for _, i in found) == ids[1:4], mode
+
+
+def test_kinds_choose_narratives_or_turns(pg: Database) -> None:
+    (n,) = write_memories(pg, "alice", ["the river at dawn"])
+    with pg.write() as conn:
+        (t,) = insert_turns(conn, "alice", [turn("we walked by the river", "s1", "Bob", START)])
+    embed_pending(pg, WordsEmbedder())
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    assert ask(searcher, "alice", "river", kinds="narratives") == [("narrative", n)]
+    assert ask(searcher, "alice", "river", kinds="context") == [("context", t)]
+    assert sorted(ask(searcher, "alice", "river")) == [("context", t), ("narrative", n)]
+
+
+def test_a_row_written_after_a_search_is_found_by_the_next_one(pg: Database) -> None:
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    write_memories(pg, "alice", ["一只猫"])
+    assert ask(searcher, "alice", "邮件", mode="keyword") == []
+    (new,) = write_memories(pg, "alice", ["收到一封邮件"])
+    assert ask(searcher, "alice", "邮件", mode="keyword") == [("narrative", new)]
+    with pg.write() as conn:
+        (late,) = insert_turns(conn, "alice", [turn("邮件已经发出", "s1", "小明", START)])
+    assert ("context", late) in ask(searcher, "alice", "邮件", mode="keyword")
+
+
+def test_the_process_keeps_no_index_of_its_own(pg: Database) -> None:
+    write_memories(pg, "alice", ["blue whale song"])
+    embed_pending(pg, WordsEmbedder())
+    searcher = PostgresSearch(pg, WordsEmbedder())
+    assert ask(searcher, "alice", "whale")
+    assert searcher.index.rows("alice", "narrative") == 0
+    assert searcher.keywords._shards == {}
+
+
+def test_vectors_saved_by_the_ingest_path_fill_the_pgvector_column(pg: Database) -> None:
+    write_memories(pg, "alice", ["one", "two"])
+    with pg.write() as conn:
+        insert_turns(conn, "alice", [turn("three", "s1", "Bob", START)])
+    embed_pending(pg, WordsEmbedder())
+    with pg.read() as conn:
+        missing = conn.execute(text("SELECT count(*) FROM embeddings WHERE vec IS NULL")).scalar_one()
+        views = conn.execute(text("SELECT count(*) FROM embeddings")).scalar_one()
+    assert (missing, views) == (0, 4)  # two memories, and a turn's two views
+
+
+# A small constructed conversation and memories in both languages; every signal has something to do.
+SESSIONS = {
+    "s1": [
+        ("Caroline", "I went to the LGBTQ support group yesterday, it was powerful."),
+        ("Melanie", "That sounds great! What happened there?"),
+        ("Caroline", "People shared transgender stories; I felt accepted."),
+        ("Melanie", "I painted a sunrise over the lake last week."),
+    ],
+    "s2": [
+        ("小明", "我同事的电话是19880466415，有事找他。"),
+        ("小红", "好的，我记下了。"),
+        ("小明", "我同事的生日是6月11号，我们准备礼物。"),
+        ("小红", "那我们去公园散步吧，天气很好。"),
+    ],
+    "s3": [
+        ("Caroline", "My sister is running a marathon in October 2025."),
+        ("Melanie", "Wow, a marathon! Is she training in the park?"),
+        ("Caroline", "Yes, every morning with coffee after."),
+    ],
+}
+MEMORIES = [
+    "Melanie loves painting sunrises",
+    "小明的同事喜欢咖啡",
+    "Caroline joined a support group",
+    "公园里有很多猫",
+]
+QUESTIONS = [
+    "What did Melanie paint?",
+    "When is the marathon?",
+    "那个电话是19880466415的人，生日是哪天？",
+    "support group",
+    "咖啡",
+    "Caroline's sister running in October 2025",
+    "what did Caroline say on 21 March 2026",
+    "公园 散步",
+]
+
+
+def _load(db: Database) -> None:
+    write_memories(db, "alice", MEMORIES)
+    with db.write() as conn:
+        for s, (name, lines) in enumerate(SESSIONS.items()):
+            base = START + timedelta(days=10 * s)
+            turns = [turn(content, name, who, base + timedelta(minutes=i)) for i, (who, content) in enumerate(lines)]
+            insert_turns(conn, "alice", turns)
+    embed_pending(db, WordsEmbedder())
+
+
+def test_rankings_match_the_in_memory_search_over_the_same_rows(pg: Database, tmp_path: Path) -> None:
+    lite = Database.open(f"sqlite:///{tmp_path / 'same.db'}")
+    try:
+        _load(lite)
+        _load(pg)
+        memory_search, database_search = HybridSearch(lite, WordsEmbedder()), PostgresSearch(pg, WordsEmbedder())
+        dialogue = [
+            ConversationLine(speaker="小红", text="上次说到同事", is_self=False),
+            ConversationLine(speaker="me", text="他的生日？", is_self=True),
+        ]
+        compared, seen = 0, set()
+        for kinds in ("all", "context"):
+            for mode in ("keyword", "dense", "hybrid"):
+                for question in QUESTIONS:
+                    params = parse(SearchIn, {"query": question, "mode": mode, "kinds": kinds, "limit": 8})
+                    expected = memory_search.search("alice", params)
+                    got = database_search.search("alice", params)
+                    assert [(h.kind, h.id) for h in got.hits] == [(h.kind, h.id) for h in expected.hits], (
+                        question,
+                        mode,
+                        kinds,
+                    )
+                    for a, b in zip(got.hits, expected.hits, strict=True):
+                        assert a.score == pytest.approx(b.score, abs=2e-3)
+                        assert set(a.signals) == set(b.signals)
+                        seen.update(a.signals)
+                    compared += 1
+            params = parse(SearchIn, {"query": "", "conversation": dialogue, "kinds": kinds, "limit": 8})
+            assert [(h.kind, h.id) for h in database_search.search("alice", params).hits] == [
+                (h.kind, h.id) for h in memory_search.search("alice", params).hits
+            ]
+        assert compared == 2 * 3 * len(QUESTIONS)
+        assert seen == {"kw", "kw_ctx", "dense", "ctx", "speaker", "time", "join", "neighbour"}
+    finally:
+        lite.close()

@@ -1,0 +1,351 @@
+"""PostgreSQL's keyword index: jieba-analyzed text as `tsvector` columns and BM25 statistics in `fts_terms`.
+
+Each row's terms are exactly `bm25.analyze`'s (jieba for Chinese, so 1–2 character words are
+terms of their own; light stemming for English), written as a tsvector literal rather than
+through a text search configuration, so PostgreSQL never re-parses them: a lexeme is the term
+with the positions it holds (its term frequency). Views, as the in-memory index keeps them:
+`fts_kw` (narratives and turns: the row's search text) and `fts_ctx` (turns: the previous turn of
+the session followed by this one). A GIN index over each finds the rows holding a term.
+
+BM25 needs each term's document frequency and the view's row count and mean length: `fts_terms`
+keeps them per (agent, kind, view), updated in the transaction that indexes the rows (the totals
+under the term ''; a turn's speaker under view 'speaker', for the speaker signal). Scoring is the
+in-memory index's formula (k1, b, word groups scoring their best member) in one SQL statement over
+the rows holding a query term.
+
+Rows are indexed by `catch_up`, which the searcher runs before each query (the analyzer is
+search's, and the store may not depend on search): a row written is found by the next query, as
+with the in-memory index, and what a search indexes is stored for every process. Rows being
+indexed are locked (SKIP LOCKED), so two servers never count a row twice.
+
+At scale one approximation, because scoring a row in SQL costs about 35 µs (the in-memory index
+scores a posting list in numpy): over a view of more than `EXACT_ROWS` rows, when the query's
+terms together are held by more than `POSTINGS_BUDGET` rows, the commonest terms only score rows
+the rarer ones found, and a query whose rarest term alone exceeds it scores the newest
+`POSTINGS_BUDGET` rows holding it (see `search_view`). Up to `EXACT_ROWS` (every eval set) the
+scores are the in-memory index's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, text
+
+from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.search.bm25 import analyze
+
+K1 = 0.9  # the in-memory index's (search.keyword_index), measured there
+B = 0.4
+TOTAL = ""  # the term under which a view's row count and token total are kept (analyze yields no empty term)
+EXACT_ROWS = 20_000  # a view of at most this many rows is scored exactly, every row holding a query term
+POSTINGS_BUDGET = 2_000  # beyond it, about this many rows are scored per view (measured: ~35 µs a row)
+MAX_POSITION = 16_383  # PostgreSQL's bounds: a lexeme's position, its positions, its length in bytes
+MAX_POSITIONS = 256
+MAX_LEXEME_BYTES = 2046
+BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
+COLUMNS = {"kw": ("fts_kw", "fts_kw_len"), "kw_ctx": ("fts_ctx", "fts_ctx_len")}
+_EXTRACT = "NOT (b.narrative_type = 'digest' OR b.origin = 'extractive')"
+
+
+def quote(term: str) -> str:
+    """A term as a tsvector/tsquery lexeme literal (quoted, so any character is only text)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector(tokens: Sequence[str]) -> str:
+    """The tsvector literal of a token sequence: each term once, with the positions it holds."""
+    positions: dict[str, list[int]] = {}
+    for at, token in enumerate(tokens, start=1):
+        if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES:
+            held = positions.setdefault(token, [])
+            if len(held) < MAX_POSITIONS and (not held or held[-1] < MAX_POSITION):
+                held.append(min(at, MAX_POSITION))
+    return " ".join(f"{quote(term)}:{','.join(map(str, held))}" for term, held in positions.items())
+
+
+def _terms_delta(agent_id: str, kind: str, view: str, docs: Iterable[Sequence[str]], sign: int) -> Counter[tuple]:
+    delta: Counter[tuple] = Counter()
+    for tokens in docs:
+        delta[(agent_id, kind, view, TOTAL, "rows")] += sign
+        delta[(agent_id, kind, view, TOTAL, "tokens")] += sign * len(tokens)
+        for term in set(tokens):
+            delta[(agent_id, kind, view, term, "rows")] += sign
+    return delta
+
+
+def _apply(conn: Connection, delta: Counter[tuple]) -> None:
+    """Add `delta` to `fts_terms`, rows in key order (two writers lock shared terms in the same order: no deadlock)."""
+    merged: dict[tuple[str, str, str, str], list[int]] = {}
+    for (agent, kind, view, term, what), value in delta.items():
+        merged.setdefault((agent, kind, view, term), [0, 0])[0 if what == "rows" else 1] += value
+    params = [
+        {"agent": a, "kind": k, "view": v, "term": t, "rows": r, "tokens": n}
+        for (a, k, v, t), (r, n) in sorted(merged.items())
+        if r or n
+    ]
+    if params:
+        conn.execute(
+            text(
+                "INSERT INTO fts_terms (agent_id, kind, view, term, rows, tokens) "
+                "VALUES (:agent, :kind, :view, :term, :rows, :tokens) "
+                "ON CONFLICT (agent_id, kind, view, term) DO UPDATE SET "
+                "rows = fts_terms.rows + excluded.rows, tokens = fts_terms.tokens + excluded.tokens"
+            ),
+            params,
+        )
+
+
+def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Index new rows given as (id, agent_id, search text): their tsvectors and the BM25 statistics."""
+    if not rows:
+        return
+    table = BASE[kind][0]
+    docs = {row_id: analyze(body) for row_id, _agent, body in rows}
+    conn.execute(
+        text(f"UPDATE {table} SET fts_kw = CAST(:doc AS tsvector), fts_kw_len = :n WHERE id = :id"),
+        [{"id": i, "doc": tsvector(tokens), "n": len(tokens)} for i, tokens in docs.items()],
+    )
+    delta: Counter[tuple] = Counter()
+    for row_id, agent_id, _body in rows:
+        delta += _terms_delta(agent_id, kind, "kw", [docs[row_id]], 1)
+    if kind == "context":
+        delta += _index_windows(conn, docs)
+    _apply(conn, delta)
+
+
+def _index_windows(conn: Connection, docs: dict[int, list[str]]) -> Counter[tuple]:
+    """`fts_ctx` of the new turns (`docs`: their tokens), and of the turn after each when it came before them."""
+    turns = conn.execute(
+        text(
+            "SELECT id, agent_id, session_id, speaker, created_at FROM context_turns WHERE id = ANY(:ids) "
+            "ORDER BY created_at, id"
+        ),
+        {"ids": list(docs)},
+    ).all()
+    known = dict(docs)
+    delta: Counter[tuple] = Counter()
+    updates = []
+    for t in turns:
+        delta[(t.agent_id, "context", "speaker", t.speaker, "rows")] += 1
+        before = _beside(conn, t, before=True)
+        prev = _tokens_of(conn, before.id, known) if before is not None else []
+        window = prev + docs[t.id]
+        updates.append({"id": t.id, "doc": tsvector(window), "n": len(window)})
+        delta += _terms_delta(t.agent_id, "context", "kw_ctx", [window], 1)
+        after = _beside(conn, t, before=False)
+        if after is not None and after.id not in docs and after.fts_ctx_len is not None:
+            # A turn that arrived late sits before one already indexed: that one's window now starts with it.
+            old = conn.execute(
+                text("SELECT tsvector_to_array(fts_ctx) AS terms FROM context_turns WHERE id = :id"), {"id": after.id}
+            ).scalar_one()
+            delta += _terms_delta(t.agent_id, "context", "kw_ctx", [old], -1)
+            delta[(t.agent_id, "context", "kw_ctx", TOTAL, "tokens")] += len(old) - after.fts_ctx_len
+            mate = docs[t.id] + _tokens_of(conn, after.id, known)
+            updates.append({"id": after.id, "doc": tsvector(mate), "n": len(mate)})
+            delta += _terms_delta(t.agent_id, "context", "kw_ctx", [mate], 1)
+    conn.execute(
+        text("UPDATE context_turns SET fts_ctx = CAST(:doc AS tsvector), fts_ctx_len = :n WHERE id = :id"), updates
+    )
+    return delta
+
+
+def _beside(conn: Connection, turn: Row[Any], *, before: bool) -> Row[Any] | None:
+    op, order = ("<", "DESC") if before else (">", "ASC")
+    return conn.execute(
+        text(
+            "SELECT id, fts_ctx_len FROM context_turns WHERE agent_id = :agent AND session_id = :session "
+            f"AND (created_at, id) {op} (:at, :id) ORDER BY created_at {order}, id {order} LIMIT 1"
+        ),
+        {"agent": turn.agent_id, "session": turn.session_id, "at": turn.created_at, "id": turn.id},
+    ).first()
+
+
+def _tokens_of(conn: Connection, turn_id: int, known: dict[int, list[str]]) -> list[str]:
+    if turn_id not in known:
+        row = conn.execute(text("SELECT speaker, content FROM context_turns WHERE id = :id"), {"id": turn_id}).one()
+        known[turn_id] = analyze(turn_text(row.speaker, row.content))
+    return known[turn_id]
+
+
+def catch_up(conn: Connection, agent_id: str | None = None, batch: int = 500, *, most: int | None = None) -> int:
+    """Index every row (of `agent_id`, or of all agents; at most about `most`) without its tsvector yet; returns how
+    many it indexed.
+
+    Call in a write transaction: the rows are locked as they are read (SKIP LOCKED: what another
+    process is indexing right now is left to it).
+    """
+    done = 0
+    for kind in ("narrative", "context"):
+        while (most is None or done < most) and (rows := _unindexed(conn, kind, agent_id, batch)):
+            index_new(conn, kind, rows)
+            done += len(rows)
+    return done
+
+
+def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) -> list[tuple[int, str, str]]:
+    owner = " AND agent_id = :agent" if agent_id is not None else ""
+    params = {"agent": agent_id, "batch": batch}
+    if kind == "context":
+        found = conn.execute(
+            text(
+                f"SELECT id, agent_id, speaker, content FROM context_turns WHERE fts_kw IS NULL{owner} "
+                "ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED"
+            ),
+            params,
+        ).all()
+        return [(r.id, r.agent_id, turn_text(r.speaker, r.content)) for r in found]
+    found = conn.execute(
+        text(
+            "SELECT id, agent_id, gesture, context, moment, cognition_direction, entities_role FROM narratives "
+            f"WHERE fts_kw IS NULL{owner} ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED"
+        ),
+        params,
+    ).all()
+    tags: dict[int, list[str]] = {}
+    if found:
+        for r in conn.execute(
+            text("SELECT narrative_id, tag FROM narrative_tags WHERE narrative_id = ANY(:ids)"),
+            {"ids": [r.id for r in found]},
+        ):
+            tags.setdefault(int(r.narrative_id), []).append(r.tag)
+    return [
+        (
+            r.id,
+            r.agent_id,
+            narrative_search_text(
+                NarrativeFields(
+                    r.gesture, r.context, r.moment, r.cognition_direction, r.entities_role, tuple(tags.get(r.id, ()))
+                )
+            ),
+        )
+        for r in found
+    ]
+
+
+def statistics(conn: Connection, agent_id: str, kind: str, view: str, terms: Iterable[str]) -> dict[str, int]:
+    """Rows holding each of `terms` in the agent's `view` of `kind` (absent: none), and under '' the view's rows."""
+    wanted = sorted({*terms, TOTAL})
+    found = conn.execute(
+        text(
+            "SELECT term, rows FROM fts_terms WHERE agent_id = :agent AND kind = :kind AND view = :view "
+            "AND term = ANY(:terms) AND rows > 0"
+        ),
+        {"agent": agent_id, "kind": kind, "view": view, "terms": wanted},
+    ).all()
+    return {r.term: int(r.rows) for r in found}
+
+
+def search_view(
+    conn: Connection,
+    agent_id: str,
+    kind: str,
+    view: str,
+    terms: Mapping[str, float],
+    k: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    groups: Mapping[str, str] | None = None,
+    *,
+    extracts: bool = True,
+) -> list[tuple[int, float]]:
+    """Top-k (row id, BM25 score) of the agent's rows of `kind` in `view` ('kw' or 'kw_ctx'), best first, ties by id."""
+    column, length = COLUMNS[view]
+    wanted = {t: w for t, w in terms.items() if w > 0}
+    if not wanted:
+        return []
+    totals = conn.execute(
+        text(
+            "SELECT rows, tokens FROM fts_terms WHERE agent_id = :agent AND kind = :kind AND view = :view "
+            "AND term = :total"
+        ),
+        {"agent": agent_id, "kind": kind, "view": view, "total": TOTAL},
+    ).first()
+    if totals is None or not totals.rows:
+        return []
+    df = statistics(conn, agent_id, kind, view, wanted)
+    held = sorted((t for t in wanted if df.get(t)), key=lambda t: (df[t], t))
+    if not held:
+        return []
+    rows, avgdl = int(totals.rows), (totals.tokens / totals.rows if totals.tokens > 0 else 1.0)
+    # Rarest first: the terms whose rows are looked up; commoner ones still score the rows found.
+    exact = rows <= EXACT_ROWS
+    lookup, postings = [held[0]], df[held[0]]
+    for term in held[1:]:
+        if not exact and postings + df[term] > POSTINGS_BUDGET:
+            break
+        lookup.append(term)
+        postings += df[term]
+    weights = [wanted[t] * _idf(df[t], rows) for t in held]
+    group = [groups.get(t, t) if groups else t for t in held]
+    table, stamp = BASE[kind]
+    clauses = ["b.agent_id = :agent", f"b.{column} @@ CAST(:query AS tsquery)"]
+    params: dict[str, object] = {
+        "agent": agent_id,
+        "query": " | ".join(quote(t) for t in lookup),
+        "terms": held,
+        "groups": group,
+        "weights": weights,
+        "k": k,
+        "cap": POSTINGS_BUDGET,
+        "k1": K1,
+        "b": B,
+        "avgdl": avgdl,
+    }
+    if since is not None:
+        clauses.append(f"b.{stamp} >= :since")
+        params["since"] = since
+    if until is not None:
+        clauses.append(f"b.{stamp} <= :until")
+        params["until"] = until
+    if kind == "narrative" and not extracts:
+        clauses.append(_EXTRACT)
+    # Only a lookup past the budget (its rarest term alone) is cut, to the newest rows holding it.
+    cap = " ORDER BY b.id DESC LIMIT :cap" if not exact and postings > POSTINGS_BUDGET else ""
+    sql = f"""
+        WITH q AS (
+            SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:groups AS text[]), CAST(:weights AS float8[]))
+                AS q(term, grp, w)
+        ), hits AS (
+            SELECT b.id, b.{column} AS doc, b.{length} AS len FROM {table} b WHERE {" AND ".join(clauses)}{cap}
+        ), parts AS (
+            SELECT h.id, q.grp, max(q.w * cardinality(u.positions) * (:k1 + 1.0)
+                / (cardinality(u.positions) + :k1 * (1.0 - :b + :b * h.len / :avgdl))) AS part
+            FROM hits h CROSS JOIN LATERAL unnest(h.doc) AS u JOIN q ON q.term = u.lexeme
+            GROUP BY h.id, q.grp
+        )
+        SELECT id, sum(part) AS score FROM parts GROUP BY id ORDER BY score DESC, id LIMIT :k
+    """
+    return [(int(r.id), float(r.score)) for r in conn.execute(text(sql), params)]
+
+
+def _idf(rows_with: int, rows: int) -> float:
+    """`bm25.BM25Index.idf`: positive for any term held by fewer than all rows."""
+    n = max(rows, rows_with)
+    return math.log(1.0 + (n - rows_with + 0.5) / (rows_with + 0.5))
+
+
+def terms_of(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """The distinct `fts_kw` terms of each context turn."""
+    if not ids:
+        return {}
+    found = conn.execute(
+        text("SELECT id, tsvector_to_array(fts_kw) AS terms FROM context_turns WHERE id = ANY(:ids)"),
+        {"ids": list(ids)},
+    )
+    return {int(r.id): tuple(r.terms or ()) for r in found}
+
+
+def speakers(conn: Connection, agent_id: str) -> set[str]:
+    """Every speaker of the agent's context turns."""
+    found = conn.execute(
+        text(
+            "SELECT term FROM fts_terms WHERE agent_id = :agent AND kind = 'context' AND view = 'speaker' AND rows > 0"
+        ),
+        {"agent": agent_id},
+    )
+    return {r.term for r in found}

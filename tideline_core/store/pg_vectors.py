@@ -1,0 +1,194 @@
+"""PostgreSQL's vector index: each embedding also as a pgvector `halfvec(384)` in `embeddings.vec`, HNSW per view.
+
+Why `halfvec` and not `vector`: half the bytes per vector (768 instead of 1,536 at 384 dimensions)
+and so half the HNSW graph to keep in shared buffers at a million rows per view, for a cosine
+that differs from float32's by about 1e-3 at most (e5's vectors are L2-normalized; their
+components are far from float16's limits). The float32 blob in `vector` stays the vector of
+record (SQLite, `tideline db copy`, the dream's clustering); `vec` is the search copy.
+
+One partial HNSW index (cosine) per (kind, view) — narrative/base, context/base, context/ctx — so
+a search walks only the graph of the view it asks; the kind and view are written into the query
+as literals (the planner matches a partial index only on constants). pgvector's iterative scan
+(0.8+) keeps walking the graph while the agent, model, time or extract filters reject rows, so an
+agent among many still gets its full top-k.
+
+Only vectors of `DIM` dimensions (the default local model's) get a `vec`; others (an HTTP model
+of another size) leave it NULL and are searched by the in-memory index (`search.pg_search`).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import Connection, Engine, text
+
+DIM = 384
+# (kind, view) → the HNSW index over it.
+INDEXES = {
+    ("narrative", "base"): "ix_embeddings_vec_narrative_base",
+    ("context", "base"): "ix_embeddings_vec_context_base",
+    ("context", "ctx"): "ix_embeddings_vec_context_ctx",
+}
+EF_SEARCH = 200  # HNSW candidates per walk: above the 100 dense candidates a view contributes
+MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
+BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
+_EXTRACT = "NOT (b.narrative_type = 'digest' OR b.origin = 'extractive')"
+_enabled: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
+_warned: set[int] = set()
+log = logging.getLogger(__name__)
+
+
+def available(conn: Connection) -> bool:
+    """Whether this PostgreSQL server can load pgvector (installed, whether or not created in this database)."""
+    found = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
+    return found is not None
+
+
+def enabled(conn: Connection) -> bool:
+    """Whether `embeddings.vec` exists here (remembered per engine: asked once per process)."""
+    if conn.dialect.name != "postgresql":
+        return False
+    engine = conn.engine
+    if engine not in _enabled:
+        found = conn.execute(
+            text(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = 'embeddings' AND column_name = 'vec'"
+            )
+        ).first()
+        _enabled[engine] = found is not None
+    return _enabled[engine]
+
+
+def forget(engine: Engine) -> None:
+    """Ask again next time (after `ensure` added the column)."""
+    _enabled.pop(engine, None)
+
+
+def ensure(conn: Connection, *, build_indexes: bool = True) -> bool:
+    """Create the extension, the column and (unless told not to) the HNSW indexes where missing; False without
+    pgvector on the server (nothing changed). Idempotent; the migration and `tideline db upgrade` call it."""
+    if not available(conn):
+        return False
+    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+    conn.execute(text(f"ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec halfvec({DIM})"))
+    backfill(conn)
+    if build_indexes:
+        create_indexes(conn)
+    forget(conn.engine)
+    return True
+
+
+def create_indexes(conn: Connection) -> None:
+    for (kind, view), name in INDEXES.items():
+        conn.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw (vec halfvec_cosine_ops) "
+                f"WHERE kind = '{kind}' AND view = '{view}'"
+            )
+        )
+
+
+def drop_indexes(conn: Connection) -> None:
+    """Drop the HNSW indexes (a bulk load builds them once at the end instead of row by row)."""
+    for name in INDEXES.values():
+        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
+
+
+def literal(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector: '[0.1,0.2,...]'."""
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
+
+
+def backfill(conn: Connection, batch: int = 2000) -> int:
+    """Fill `vec` from the float32 blob wherever it is missing (vectors stored before pgvector was there); returns
+    how many rows were filled."""
+    filled = 0
+    last = 0
+    while True:
+        rows = conn.execute(
+            text(
+                "SELECT id, dim, vector FROM embeddings WHERE vec IS NULL AND dim = :dim AND id > :last "
+                "ORDER BY id LIMIT :batch"
+            ),
+            {"dim": DIM, "last": last, "batch": batch},
+        ).all()
+        if not rows:
+            return filled
+        conn.execute(
+            text("UPDATE embeddings SET vec = CAST(:vec AS halfvec) WHERE id = :id"),
+            [{"id": r.id, "vec": literal(np.frombuffer(r.vector, dtype=np.float32, count=r.dim))} for r in rows],
+        )
+        filled += len(rows)
+        last = rows[-1].id
+
+
+def insert_rows(conn: Connection, rows: Sequence[dict[str, object]], matrix: np.ndarray) -> None:
+    """Insert `embeddings` rows (the columns `save_embeddings` writes) with their `vec`, row i's vector `matrix[i]`."""
+    with_vec = matrix.shape[1] == DIM
+    if not with_vec and matrix.shape[1] not in _warned:
+        _warned.add(matrix.shape[1])  # once per size and process: every batch would say it again
+        log.warning(
+            "vectors of %d dimensions are not indexed by pgvector (halfvec(%d)); dense search on this "
+            "database reads them into memory instead",
+            matrix.shape[1],
+            DIM,
+        )
+    conn.execute(
+        text(
+            "INSERT INTO embeddings (kind, row_id, agent_id, model, dim, vector, view, created_at, vec) "
+            "VALUES (:kind, :row_id, :agent_id, :model, :dim, :vector, :view, now(), CAST(:vec AS halfvec))"
+        ),
+        [{**row, "vec": literal(matrix[i]) if with_vec else None} for i, row in enumerate(rows)],
+    )
+
+
+def nearest(
+    conn: Connection,
+    agent_id: str,
+    kind: str,
+    view: str,
+    model: str,
+    query: np.ndarray,
+    k: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    *,
+    extracts: bool = True,
+    exact: bool = False,
+) -> list[tuple[int, float]]:
+    """Top-k (row id, cosine) of the agent's `view` vectors of `kind` by `model`, through the HNSW index
+    (`exact`: by a full scan of the agent's rows instead, for measuring the index's recall)."""
+    if (kind, view) not in INDEXES:
+        raise ValueError(f"no vector index for kind {kind!r} and view {view!r}")
+    table, stamp = BASE[kind]
+    clauses = ["e.agent_id = :agent", "e.model = :model", "e.vec IS NOT NULL"]
+    params: dict[str, object] = {"agent": agent_id, "model": model, "q": literal(query), "k": k}
+    join = ""
+    if since is not None or until is not None or (kind == "narrative" and not extracts):
+        join = f" JOIN {table} b ON b.id = e.row_id"
+        if since is not None:
+            clauses.append(f"b.{stamp} >= :since")
+            params["since"] = since
+        if until is not None:
+            clauses.append(f"b.{stamp} <= :until")
+            params["until"] = until
+        if kind == "narrative" and not extracts:
+            clauses.append(_EXTRACT)
+    distance = "(e.vec <=> CAST(:q AS halfvec))"
+    # `+ 0` hides the operator from the planner, so the exact form cannot use the index.
+    order = f"{distance} + 0" if exact else distance
+    sql = (
+        f"SELECT e.row_id AS id, 1 - {distance} AS cosine FROM embeddings e{join} "
+        f"WHERE e.kind = '{kind}' AND e.view = '{view}' AND {' AND '.join(clauses)} ORDER BY {order} LIMIT :k"
+    )
+    conn.execute(text(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}"))
+    conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+    conn.execute(text(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"))
+    found = [(int(r.id), float(r.cosine)) for r in conn.execute(text(sql), params)]
+    # relaxed_order may hand rows back slightly out of order: the ranking is by cosine.
+    return sorted(found, key=lambda hit: (-hit[1], hit[0]))
