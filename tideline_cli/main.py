@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -239,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`tideline mcp-config claude | head`): what it read is what it wanted. Python
+        # would print another BrokenPipeError flushing stdout at exit, so stdout goes to devnull first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -183,3 +183,21 @@ def test_a_script_gets_the_session_start_block_and_a_turns_block_and_can_see_why
     assert shown_first and not shown_first & {item["id"] for item in json.loads(repeat.stdout)["items"]}
     assert json.loads(other.stdout)["items"] == []
     assert too_small.returncode != 0 and "budget" in too_small.stderr
+
+
+def test_output_into_a_reader_that_went_away_ends_quietly(cli_env: dict[str, str]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `tideline mcp-config claude | head -1` once head has exited
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tideline_cli", "mcp-config", "claude"],
+            env=cli_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 0
