@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -61,8 +62,13 @@ def migrate(engine: Engine) -> None:
     cost about 0.1 s, which a hook's process started for one prompt would pay every time) and without
     the write lock an upgrade takes first.
     """
-    if _at_newest(engine):
-        return
+    try:
+        if _at_newest(engine):
+            return
+    except OperationalError:
+        # Another process is creating or migrating this store right now (a fresh SQLite file that is
+        # switching to WAL, a schema change holding its lock): the upgrade below waits for it.
+        pass
     from alembic import command
     from alembic.config import Config
 
