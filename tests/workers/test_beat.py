@@ -68,15 +68,23 @@ def sent(tmp_path: Path, name: str) -> int:
     return (tmp_path / f"{name}.log").read_text(errors="replace").count(SENT)
 
 
-def test_a_second_beat_sends_nothing_while_the_first_holds_the_schedule_and_takes_over_when_it_is_killed(
+def holding_beat(
     beats: Callable[[str], subprocess.Popen[bytes]], redis_client: redis.Redis, tmp_path: Path, wait_until: Any
-) -> None:
+) -> subprocess.Popen[bytes]:
+    """A beat named "first", once it holds the schedule."""
     first = beats("first")
     wait_until(
         lambda: schedule_holder(redis_client) == node(first),
         timeout=60,
         message=f"the first beat to hold (log: {tmp_path})",
     )
+    return first
+
+
+def test_a_second_beat_sends_nothing_while_the_first_holds_the_schedule_and_takes_over_when_it_is_killed(
+    beats: Callable[[str], subprocess.Popen[bytes]], redis_client: redis.Redis, tmp_path: Path, wait_until: Any
+) -> None:
+    first = holding_beat(beats, redis_client, tmp_path, wait_until)
     second = beats("second")
     standby = [(node(second), "standby")]
     wait_until(
@@ -106,12 +114,7 @@ def test_a_second_beat_sends_nothing_while_the_first_holds_the_schedule_and_take
 def test_a_beat_stopped_gracefully_frees_the_schedule_at_once(
     beats: Callable[[str], subprocess.Popen[bytes]], redis_client: redis.Redis, tmp_path: Path, wait_until: Any
 ) -> None:
-    first = beats("first")
-    wait_until(
-        lambda: schedule_holder(redis_client) == node(first),
-        timeout=60,
-        message=f"the first beat to hold (log: {tmp_path})",
-    )
+    first = holding_beat(beats, redis_client, tmp_path, wait_until)
     second = beats("second")
     wait_until(lambda: len(running_beats(redis_client)) == 2, timeout=60, message="both beats to announce themselves")
     stop(first)  # SIGTERM

@@ -7,9 +7,11 @@ import re
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from sqlalchemy import func, select
 from test_worker_crash import SlowEmbeddings, embeddings, start_embedding_worker
@@ -27,6 +29,30 @@ __all__ = ["embeddings"]  # the fixture, shared with the crash tests
 LONG = {"TIDELINE_VISIBILITY_TIMEOUT": "3600", "TIDELINE_WORKER_LIVENESS_SECONDS": "3600"}
 SUCCEEDED = re.compile(r"Task tideline\.ingest\.embed_pending\[([0-9a-f-]+)\] succeeded")
 RECEIVED = re.compile(r"Task tideline\.ingest\.embed_pending\[([0-9a-f-]+)\] received")
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Embedding workers started against the slow embeddings service, each logging to a file of the test's."""
+
+    settings: Settings
+    embeddings: SlowEmbeddings
+    logs: Path
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    def start(self, log: Path) -> subprocess.Popen[bytes]:
+        return start_embedding_worker(self.settings, self.embeddings.url, log, **LONG)
+
+    def wait_for_embedding(self, log: Path) -> None:
+        """Until a worker is inside an embedding task (its second request to the service)."""
+        assert self.embeddings.second_request.wait(timeout=60), f"the worker never started embedding (log: {log})"
+
+
+@pytest.fixture
+def workers(settings: Settings, embeddings: SlowEmbeddings, tmp_path: Path) -> Workers:
+    return Workers(settings, embeddings, tmp_path)
 
 
 def write(database: Database, agent: str, count: int) -> list[int]:
@@ -56,21 +82,15 @@ def ended(process: subprocess.Popen[bytes], timeout: float) -> int:
 
 
 def test_a_warm_shutdown_finishes_the_running_task_and_leaves_the_waiting_one_on_the_queue(
-    settings: Settings,
-    database: Database,
-    embeddings: SlowEmbeddings,
-    celery_jobs: Any,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    wait_until: Any,
+    workers: Workers, database: Database, celery_jobs: Any, redis_client: redis.Redis, wait_until: Any
 ) -> None:
     alice = write(database, "alice", 6)
     bob = write(database, "bob", 2)
-    log = tmp_path / "workers.log"
-    worker = start_embedding_worker(settings, embeddings.url, log, **LONG)
+    log = workers.log("workers")
+    worker = workers.start(log)
     try:
         assert celery_jobs.embed("alice")
-        assert embeddings.second_request.wait(timeout=60), f"the worker never started embedding (log: {log})"
+        workers.wait_for_embedding(log)
         assert celery_jobs.embed("bob")  # queued behind alice's: the worker takes one task at a time
         os.kill(worker.pid, signal.SIGTERM)  # the worker alone, as docker stop does; its pool is its business
         assert ended(worker, timeout=30) == 0
@@ -80,7 +100,7 @@ def test_a_warm_shutdown_finishes_the_running_task_and_leaves_the_waiting_one_on
     assert states(database, "bob") == {"pending": 2} and redis_client.llen("ingest") == 1  # waiting, not lost
     assert len(SUCCEEDED.findall(log.read_text())) == 1
 
-    second = start_embedding_worker(settings, embeddings.url, log, **LONG)
+    second = workers.start(log)
     try:
         wait_until(lambda: states(database, "bob") == {"done": 2}, timeout=45, message=f"bob's rows (log: {log})")
     finally:
@@ -89,20 +109,14 @@ def test_a_warm_shutdown_finishes_the_running_task_and_leaves_the_waiting_one_on
 
 
 def test_a_cold_shutdown_hands_the_interrupted_task_back_at_once_and_the_next_worker_completes_it_once(
-    settings: Settings,
-    database: Database,
-    embeddings: SlowEmbeddings,
-    celery_jobs: Any,
-    redis_client: redis.Redis,
-    tmp_path: Path,
-    wait_until: Any,
+    workers: Workers, database: Database, celery_jobs: Any, redis_client: redis.Redis, wait_until: Any
 ) -> None:
     ids = write(database, "alice", 10)
-    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
-    first = start_embedding_worker(settings, embeddings.url, first_log, **LONG)
+    first_log, second_log = workers.log("first"), workers.log("second")
+    first = workers.start(first_log)
     try:
         assert celery_jobs.embed("alice")
-        assert embeddings.second_request.wait(timeout=60), f"the worker never started embedding (log: {first_log})"
+        workers.wait_for_embedding(first_log)
         os.kill(first.pid, signal.SIGTERM)  # warm: it would wait for the task...
         time.sleep(0.2)
         os.kill(first.pid, signal.SIGQUIT)  # ...cold: cancel it now
@@ -115,7 +129,7 @@ def test_a_cold_shutdown_hands_the_interrupted_task_back_at_once_and_the_next_wo
     [interrupted] = RECEIVED.findall(first_log.read_text())
     assert SUCCEEDED.findall(first_log.read_text()) == []
 
-    second = start_embedding_worker(settings, embeddings.url, second_log, **LONG)
+    second = workers.start(second_log)
     try:
         wait_until(
             lambda: states(database, "alice") == {"done": 10}, timeout=45, message=f"every row (log: {second_log})"

@@ -40,7 +40,6 @@ from tideline_core.search.hybrid import (
     GAMMA,
     HIDDEN_MARGIN,
     KINDS,
-    MIN_CLOSENESS,
     QUESTION_WEIGHTS,
     TIME_LINES,
     HybridSearch,
@@ -48,7 +47,8 @@ from tideline_core.search.hybrid import (
 )
 from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
 from tideline_core.search.salience import salient_words
-from tideline_core.search.when import TimeWindow, closeness, mentioned_times
+from tideline_core.search.signals import time_signal
+from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import owned_rows
@@ -213,13 +213,7 @@ def _time_signal(
         for r in owned_rows(conn, table, agent_id, ids, (table.c.id, table.c.occurred_at))
     }
     times.update({("context", i): turns[i].at for i in _candidates(signals, "context") if i in turns})
-    lifted: dict[Hashable, float] = {}
-    for key, when in times.items():
-        near = closeness(windows, when)
-        if near >= MIN_CLOSENESS:
-            lifted[key] = near
-    if lifted:
-        signals["time"] = lifted
+    time_signal(windows, times, signals)
 
 
 def _speaker_signal(

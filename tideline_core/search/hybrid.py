@@ -50,8 +50,9 @@ from tideline_core.search.query import (
     without_names,
     word_groups,
 )
+from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.vector_index import VectorIndex
-from tideline_core.search.when import TimeWindow, closeness, mentioned_times
+from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.catchup import StoreVersion, high_water
 from tideline_core.store.database import Database
@@ -59,7 +60,6 @@ from tideline_core.store.embeddings import unembedded
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.turns import load_turns
 from tideline_core.timeutil import utcnow
-from tideline_core.tokens import query_terms
 
 KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
 # Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier
@@ -80,11 +80,9 @@ GAMMA = 0.2  # neighbour spreading
 # 8 ms less at 100k rows, nothing at 3k, and at 1k with the ingest worker busy the handoff cost more
 # than it saved).
 OVERLAP_ROWS = 20_000
-MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
 QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
 HIDDEN_MARGIN = 10  # rows ranked past the limit, standing in for superseded narratives dropped on loading
 TIME_LINES = 2  # the latest dialogue lines whose dates count
-Key = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -124,6 +122,29 @@ class _Semantic:
     embed_ms: float = 0.0
     signals: dict[str, dict[Hashable, float]] = field(default_factory=dict)
     error: Exception | None = None
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What a search reads of the store before it ranks: the version to refresh the indexes to (None: no
+    in-memory index is refreshed), the rows still without a vector, and the speakers' names when read up front."""
+
+    version: StoreVersion | None
+    waiting: int
+    speakers: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One search as the candidate sources see it: whose rows of which kinds, for what, in which words."""
+
+    agent_id: str
+    kinds: Sequence[str]
+    params: SearchIn
+    lines: Sequence[ConversationLine]
+    terms: dict[str, float]
+    groups: Mapping[str, str]
+    snapshot: _Snapshot
 
 
 class HybridSearch:
@@ -197,40 +218,32 @@ class HybridSearch:
             terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
         kinds = KINDS[params.kinds]
         groups = word_groups([params.query, *(x.text for x in lines)])
-        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
-            version = high_water(conn)
-            waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
+        q = _Query(agent_id, kinds, params, lines, terms, groups, self._snapshot(agent_id, kinds, params))
         if not lines and kinds == ("context",) and params.mode != "keyword":
             # Among turns alone, who a question is about is the speaker signal's (or, when it names
             # everyone, tells nothing apart): the dense view gets the question without the names.
-            self.keywords.refresh(agent_id, "context", version)
-            texts = [without_names(params.query, self.keywords.speaker_names(agent_id))]
+            texts = [without_names(params.query, self._names_to_leave_out(q))]
         signals: dict[str, dict[Hashable, float]] = {}
         semantic = _Semantic()
-        overlap = sum(self.index.rows(agent_id, kind) for kind in kinds) >= OVERLAP_ROWS
+        overlap = self._overlaps(agent_id, kinds)
         if params.mode == "hybrid" and overlap:
             # The model pass and the matrix products release the GIL: over a large store they run
             # beside the keyword scoring, which is Python, instead of after it.
-            worker = threading.Thread(
-                target=self._dense_signals, args=(agent_id, kinds, texts, params, version, semantic), daemon=True
-            )
+            worker = threading.Thread(target=self._dense_signals, args=(q, texts, semantic), daemon=True)
             worker.start()
-            for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
+            self._keyword_candidates(q, signals)
             worker.join()
         elif params.mode == "hybrid":
-            for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
-            self._dense_signals(agent_id, kinds, texts, params, version, semantic)
+            self._keyword_candidates(q, signals)
+            self._dense_signals(q, texts, semantic)
         elif params.mode == "dense":
-            self._dense_signals(agent_id, kinds, texts, params, version, semantic)
+            self._dense_signals(q, texts, semantic)
         if semantic.error is not None:
             raise semantic.error
         vector, degraded, embed_ms = semantic.vector, semantic.degraded, semantic.embed_ms
         mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
         if mode == "keyword" and params.mode != "hybrid":
-            for kind in kinds:
-                self._keyword_signals(agent_id, kind, terms, params, lines, signals, version, groups)
+            self._keyword_candidates(q, signals)
         for name, found in semantic.signals.items():  # after the keyword views, as the fusion always saw them
             signals.setdefault(name, {}).update(found)
         now = utcnow()
@@ -240,14 +253,13 @@ class HybridSearch:
             if text
             for w in mentioned_times(text, now)
         ]
-        self._time_signal(agent_id, windows, signals, version)
-        if "context" in kinds and mode != "dense":
-            self._speaker_signal(agent_id, [params.query, *(x.text for x in lines)], signals)
+        named_in = [params.query, *(x.text for x in lines)] if "context" in kinds and mode != "dense" else None
+        self._row_signals(q, windows, named_in, signals)
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
         scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
         if "context" in kinds and mode != "dense":
-            self._join(agent_id, terms, scores, parts)
+            self._join(q, scores, parts)
         scores = self._spread(agent_id, scores, parts, params.limit, exclude)
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
@@ -264,36 +276,55 @@ class HybridSearch:
             dates=tuple(dict.fromkeys(w.describe() for w in windows)),
             embed_ms=embed_ms,
             embedded=tuple(texts) if vector is not None else (),
-            unembedded=waiting,
+            unembedded=q.snapshot.waiting,
         )
 
-    def _dense_signals(
-        self,
-        agent_id: str,
-        kinds: Sequence[str],
-        texts: Sequence[str],
-        params: SearchIn,
-        version: StoreVersion,
-        out: _Semantic,
-    ) -> None:
+    # The candidate sources below are where a subclass answers from other indexes (`pg_search`):
+    # the recipe above reads the store only through them.
+
+    def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
+        """The store's version (to refresh the indexes to) and its rows still without a vector."""
+        with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
+            version = high_water(conn)
+            waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
+        return _Snapshot(version=version, waiting=waiting)
+
+    def _names_to_leave_out(self, q: _Query) -> Collection[str]:
+        """Every speaker's name, for a question among turns whose dense view leaves them out."""
+        self.keywords.refresh(q.agent_id, "context", q.snapshot.version)
+        return self.keywords.speaker_names(q.agent_id)
+
+    def _overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
+        """Whether the dense half is worth a thread of its own beside the keyword half."""
+        return sum(self.index.rows(agent_id, kind) for kind in kinds) >= OVERLAP_ROWS
+
+    def _nearest(self, q: _Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        """The dense view's `depth` nearest rows of `kind` to `vector`, as (id, cosine)."""
+        p = q.params
+        return self.index.search(q.agent_id, kind, vector, depth, p.since, p.until, view, q.snapshot.version)
+
+    def _dense_signals(self, q: _Query, texts: Sequence[str], out: _Semantic) -> None:
         """The query vector and the dense views' candidates, into `out` (an error is kept for the caller)."""
         try:
             out.vector, out.degraded, out.embed_ms = self._query_vector(texts)
             if out.vector is None:
                 return
-            depth = max(DENSE_DEPTH, params.limit)
-            for kind in kinds:
+            depth = max(DENSE_DEPTH, q.params.limit)
+            for kind in q.kinds:
                 for view, name in (("base", "dense"), ("ctx", "ctx")):
                     if name == "ctx" and kind != "context":
                         continue
-                    found = self.index.search(
-                        agent_id, kind, out.vector, depth, params.since, params.until, view, version
-                    )
+                    found = self._nearest(q, kind, view, out.vector, depth)
                     out.signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
-                    if kind != "context":  # see _keyword_signals: a memory is its own context
+                    if kind != "context":  # see signals.add_keyword_view: a memory is its own context
                         out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
         except Exception as exc:  # handed over whole: the searching thread raises it as its own
             out.error = exc
+
+    def _keyword_candidates(self, q: _Query, signals: dict[str, dict[Hashable, float]]) -> None:
+        """The keyword views' candidates of every kind, into `signals`."""
+        for kind in q.kinds:
+            self._keyword_signals(q.agent_id, kind, q.terms, q.params, q.lines, signals, q.snapshot.version, q.groups)
 
     def _keyword_signals(
         self,
@@ -303,7 +334,7 @@ class HybridSearch:
         params: SearchIn,
         lines: Sequence[ConversationLine],
         signals: dict[str, dict[Hashable, float]],
-        version: StoreVersion,
+        version: StoreVersion | None,
         groups: Mapping[str, str] | None = None,
     ) -> None:
         found_any = False
@@ -311,18 +342,11 @@ class HybridSearch:
             agent_id, kind, terms, KEYWORD_DEPTH, params.since, params.until, version, groups
         )
         for view, found in views.items():
-            signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
-            if kind != "context":
-                # A memory has no surrounding turns: it stands as its own context, so memories and turns
-                # compete on the same signals when both kinds are searched (as in the measured recipe).
-                signals.setdefault("kw_ctx", {}).update({(kind, i): s for i, s in found})
+            add_keyword_view(signals, kind, view, found)
             found_any = found_any or bool(found)
         if found_any:
             return
-        # BM25 only knows whole analyzed words; a single CJK character, a fragment of an identifier or
-        # a stopword-only query still deserve an answer, which FTS5 (and its LIKE fallback) gives.
-        raw = params.query or " ".join(x.text for x in lines[-2:])
-        fts_terms = query_terms(raw)
+        fts_terms = fallback_terms(params, lines)
         if not fts_terms:
             return
         with self.db.read() as conn:
@@ -332,47 +356,43 @@ class HybridSearch:
         held = self.keywords.times_of(agent_id, kind, [i for i, _ in hits], version)
         signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits if i in held})
 
+    def _row_signals(
+        self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals
+    ) -> None:
+        """The time signal and, when `named_in` are the texts that may name speakers, the speaker signal."""
+        self._time_signal(q.agent_id, windows, signals, q.snapshot.version)
+        if named_in is not None:
+            self._speaker_signal(q.agent_id, named_in, signals)
+
     def _time_signal(
         self,
         agent_id: str,
         windows: Sequence[TimeWindow],
         signals: dict[str, dict[Hashable, float]],
-        version: StoreVersion,
+        version: StoreVersion | None,
     ) -> None:
         if not windows:
             return
-        lifted: dict[Hashable, float] = {}
+        times: dict[Key, datetime] = {}
         for kind in ("narrative", "context"):
             for row_id, when in self.keywords.times_of(agent_id, kind, _candidates(signals, kind), version).items():
-                near = closeness(windows, when)
-                if near >= MIN_CLOSENESS:
-                    lifted[(kind, row_id)] = near
-        if lifted:
-            signals["time"] = lifted
+                times[(kind, row_id)] = when
+        time_signal(windows, times, signals)
 
     def _speaker_signal(self, agent_id: str, texts: Sequence[str], signals: dict[str, dict[Hashable, float]]) -> None:
         named = named_speakers([t for t in texts if t], self.keywords.speaker_names(agent_id))
         if not named:
             return
-        speakers = self.keywords.speakers_of(agent_id, _candidates(signals, "context"))
-        lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in speakers.items() if sp in named}
-        if lifted:
-            signals["speaker"] = lifted
+        speaker_signal(named, self.keywords.speakers_of(agent_id, _candidates(signals, "context")), signals)
 
-    def _join(
-        self,
-        agent_id: str,
-        terms: Mapping[str, float],
-        scores: dict[Hashable, float],
-        parts: dict[Hashable, dict[str, float]],
-    ) -> None:
+    def _join(self, q: _Query, scores: dict[Hashable, float], parts: dict[Hashable, dict[str, float]]) -> None:
         """Move the session mates that a join links to one of the top turns toward it (`joins.session_joins`)."""
         turns = {cast(Key, key)[1]: value for key, value in scores.items() if cast(Key, key)[0] == "context"}
         if not turns:
             return
         best = rank(cast(Mapping[Hashable, float], turns), top_k=JoinRules().anchors)
         ranked = [(cast(int, i), value) for i, value in best]
-        for turn_id, lift in self.keywords.joins(agent_id, ranked, terms, turns).items():
+        for turn_id, lift in self._session_joins(q, ranked, turns).items():
             key = ("context", turn_id)
             scores[key] = scores.get(key, 0.0) + lift
             parts[key] = {**parts.get(key, {}), "join": lift}
@@ -395,7 +415,7 @@ class HybridSearch:
         turn_ids = [key[1] for key in keys if key[0] == "context"]
         if not turn_ids:
             return scores
-        beside = self.keywords.neighbours(agent_id, turn_ids)
+        beside = self._adjacent(agent_id, turn_ids)
         neighbours: dict[Hashable, tuple[Hashable, ...]] = {
             ("context", i): tuple(("context", j) for j in near) for i, near in beside.items() if near
         }
@@ -404,6 +424,16 @@ class HybridSearch:
             if spread[key] > scores[key]:
                 parts[key] = {**parts[key], "neighbour": spread[key] - scores[key]}
         return spread
+
+    def _session_joins(
+        self, q: _Query, ranked: Sequence[tuple[int, float]], turns: Mapping[int, float]
+    ) -> Mapping[int, float]:
+        """The lifts `joins.session_joins` gives the session mates of the top turns in `ranked`."""
+        return self.keywords.joins(q.agent_id, ranked, q.terms, turns)
+
+    def _adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
+        """The turns just before and after each turn in its session."""
+        return self.keywords.neighbours(agent_id, turn_ids)
 
     def _hydrate(
         self,

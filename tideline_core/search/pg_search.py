@@ -19,183 +19,61 @@ another size than `pg_vectors.DIM` have no HNSW copy: those are searched by the 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import cast
 
+import numpy as np
 from sqlalchemy import Connection, text
 
-from tideline_core.inputs import ConversationLine, SearchIn
+from tideline_core.inputs import SearchIn
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
-from tideline_core.search.fusion import combine, rank, spread_to_neighbours
-from tideline_core.search.hybrid import (
-    CONVERSATION_WEIGHTS,
-    DENSE_DEPTH,
-    FLAT,
-    FLOORS,
-    GAMMA,
-    HIDDEN_MARGIN,
-    KEYWORD_DEPTH,
-    KEYWORD_QUESTION_WEIGHTS,
-    KINDS,
-    MIN_CLOSENESS,
-    QUESTION_WEIGHTS,
-    TIME_LINES,
-    HybridSearch,
-    Key,
-    SearchOutcome,
-    _Semantic,
-)
-from tideline_core.search.joins import JoinCorpus, JoinRules, session_joins
-from tideline_core.search.query import (
-    conversation_terms,
-    conversation_texts,
-    merge_terms,
-    named_speakers,
-    question_terms,
-    without_names,
-    word_groups,
-)
-from tideline_core.search.when import TimeWindow, closeness, mentioned_times
+from tideline_core.search.hybrid import KEYWORD_DEPTH, HybridSearch, _Query, _Snapshot
+from tideline_core.search.joins import JoinCorpus, session_joins
+from tideline_core.search.query import named_speakers
+from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
+from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
 from tideline_core.store.embeddings import unembedded
-from tideline_core.timeutil import utcnow
-from tideline_core.tokens import query_terms
-
-Signals = dict[str, dict[Hashable, float]]
 
 
 class PostgresSearch(HybridSearch):
     """`HybridSearch` on PostgreSQL with pgvector: the same ranking, every index in the database.
 
-    Only `search` is its own; the parent's in-memory indexes stay empty unless vectors of another
-    size than `pg_vectors.DIM` must be searched.
+    Only the candidate sources are its own (`HybridSearch`'s hooks); the parent's in-memory indexes stay
+    empty unless vectors of another size than `pg_vectors.DIM` must be searched.
     """
 
-    def search(self, agent_id: str, params: SearchIn, *, exclude: Collection[Key] = ()) -> SearchOutcome:
-        lines = list(params.conversation)
-        if lines:
-            terms = merge_terms(conversation_terms(lines), question_terms(params.query))
-            texts = conversation_texts(lines) + ([params.query] if params.query else [])
-            weights = CONVERSATION_WEIGHTS
-        else:
-            terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
-        kinds = KINDS[params.kinds]
-        groups = word_groups([params.query, *(x.text for x in lines)])
+    def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
+        """Rows written since the last query indexed first, so a write is found by the next query."""
         with self.db.write() as conn:
             pg_keywords.catch_up(conn, agent_id)
         with self.db.read() as conn:
             waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
             speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()
-        if not lines and kinds == ("context",) and params.mode != "keyword":
-            texts = [without_names(params.query, speakers)]  # see HybridSearch.search
-        signals: Signals = {}
-        semantic = _Semantic()
-        if params.mode == "hybrid":
-            # The model pass and the index walks wait on other processes: the keyword queries run meanwhile.
-            worker = threading.Thread(target=self._dense, args=(agent_id, kinds, texts, params, semantic), daemon=True)
-            worker.start()
-            self._keywords(agent_id, kinds, terms, params, lines, signals, groups)
-            worker.join()
-        elif params.mode == "dense":
-            self._dense(agent_id, kinds, texts, params, semantic)
-        if semantic.error is not None:
-            raise semantic.error
-        vector, degraded, embed_ms = semantic.vector, semantic.degraded, semantic.embed_ms
-        mode = params.mode if vector is not None or params.mode == "keyword" else "keyword"
-        if mode == "keyword" and params.mode != "hybrid":
-            self._keywords(agent_id, kinds, terms, params, lines, signals, groups)
-        for name, found in semantic.signals.items():
-            signals.setdefault(name, {}).update(found)
-        now = utcnow()
-        windows = [
-            w
-            for text_ in (params.query, *(x.text for x in lines[-TIME_LINES:]))
-            if text_
-            for w in mentioned_times(text_, now)
-        ]
-        with self.db.read() as conn:
-            times, spoken = _about(conn, agent_id, signals, with_speakers="context" in kinds and mode != "dense")
-        _time_signal(windows, times, signals)
-        if "context" in kinds and mode != "dense":
-            named = named_speakers([t for t in (params.query, *(x.text for x in lines)) if t], speakers)
-            lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in spoken.items() if sp in named}
-            if lifted:
-                signals["speaker"] = lifted
-        if mode == "keyword" and weights is QUESTION_WEIGHTS:
-            weights = KEYWORD_QUESTION_WEIGHTS
-        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
-        with self.db.read() as conn:
-            if "context" in kinds and mode != "dense":
-                self._join_pg(conn, agent_id, terms, scores, parts, speakers)
-            scores = self._spread_pg(conn, agent_id, scores, parts, params.limit, exclude)
-        if exclude:
-            scores = {key: value for key, value in scores.items() if key not in exclude}
-        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
-        ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
-        return SearchOutcome(
-            query=params.query,
-            hits=self._hydrate(agent_id, ranked, parts, signals.get("dense", {}))[: params.limit],
-            mode=mode,
-            degraded=degraded,
-            terms=ordered_terms,
-            dates=tuple(dict.fromkeys(w.describe() for w in windows)),
-            embed_ms=embed_ms,
-            embedded=tuple(texts) if vector is not None else (),
-            unembedded=waiting,
-        )
+        return _Snapshot(version=None, waiting=waiting, speakers=frozenset(speakers))
 
-    def _dense(
-        self, agent_id: str, kinds: Sequence[str], texts: Sequence[str], params: SearchIn, out: _Semantic
-    ) -> None:
-        """The query vector and the dense views' candidates, into `out` (an error is kept for the caller)."""
-        try:
-            out.vector, out.degraded, out.embed_ms = self._query_vector(texts)
-            if out.vector is None:
-                return
-            depth = max(DENSE_DEPTH, params.limit)
-            for kind in kinds:
-                for view, name in (("base", "dense"), ("ctx", "ctx")):
-                    if name == "ctx" and kind != "context":
-                        continue
-                    found = self._nearest(agent_id, kind, view, out.vector, depth, params)
-                    out.signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
-                    if kind != "context":  # a memory is its own context (HybridSearch._dense_signals)
-                        out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
-        except Exception as exc:  # handed over whole: the searching thread raises it as its own
-            out.error = exc
+    def _names_to_leave_out(self, q: _Query) -> Collection[str]:
+        return q.snapshot.speakers
 
-    def _nearest(self, agent_id: str, kind: str, view: str, vector: object, depth: int, params: SearchIn) -> list:
-        if len(cast(Sequence[float], vector)) != pg_vectors.DIM:  # no HNSW copy of this size: the in-memory index
-            return self.index.search(agent_id, kind, vector, depth, params.since, params.until, view)  # type: ignore[arg-type]
+    def _overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
+        # The model pass and the index walks wait on other processes: the keyword queries run meanwhile.
+        return True
+
+    def _nearest(self, q: _Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        if len(vector) != pg_vectors.DIM:  # no HNSW copy of this size: the in-memory index
+            return super()._nearest(q, kind, view, vector, depth)
+        model, since, until = self.embedder.model, q.params.since, q.params.until
         with self.db.read() as conn:
             return pg_vectors.nearest(
-                conn,
-                agent_id,
-                kind,
-                view,
-                self.embedder.model,
-                vector,  # type: ignore[arg-type]
-                depth,
-                params.since,
-                params.until,
-                extracts=self.extracts,
+                conn, q.agent_id, kind, view, model, vector, depth, since, until, extracts=self.extracts
             )
 
-    def _keywords(
-        self,
-        agent_id: str,
-        kinds: Sequence[str],
-        terms: Mapping[str, float],
-        params: SearchIn,
-        lines: Sequence[ConversationLine],
-        signals: Signals,
-        groups: Mapping[str, str],
-    ) -> None:
+    def _keyword_candidates(self, q: _Query, signals: Signals) -> None:
+        agent_id, params = q.agent_id, q.params
         with self.db.read() as conn:
-            for kind in kinds:
+            for kind in q.kinds:
                 found_any = False
                 for view in ("kw", "kw_ctx") if kind == "context" else ("kw",):
                     found = pg_keywords.search_view(
@@ -203,78 +81,50 @@ class PostgresSearch(HybridSearch):
                         agent_id,
                         kind,
                         view,
-                        terms,
+                        q.terms,
                         KEYWORD_DEPTH,
                         params.since,
                         params.until,
-                        groups,
+                        q.groups,
                         extracts=self.extracts,
                     )
-                    signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
-                    if kind != "context":  # a memory stands as its own context (HybridSearch._keyword_signals)
-                        signals.setdefault("kw_ctx", {}).update({(kind, i): s for i, s in found})
+                    add_keyword_view(signals, kind, view, found)
                     found_any = found_any or bool(found)
                 if found_any:
                     continue
-                raw = params.query or " ".join(x.text for x in lines[-2:])
-                fts_terms = query_terms(raw)
+                fts_terms = fallback_terms(params, q.lines)
                 if fts_terms:
                     hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
                     signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
-    def _join_pg(
-        self,
-        conn: Connection,
-        agent_id: str,
-        terms: Mapping[str, float],
-        scores: dict[Hashable, float],
-        parts: dict[Hashable, dict[str, float]],
-        speakers: set[str],
+    def _row_signals(
+        self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals
     ) -> None:
-        """`HybridSearch._join`, its corpus read from the database for the anchors and their sessions."""
-        turns = {cast(Key, key)[1]: value for key, value in scores.items() if cast(Key, key)[0] == "context"}
-        if not turns:
-            return
-        best = rank(cast(Mapping[Hashable, float], turns), top_k=JoinRules().anchors)
-        ranked = [(cast(int, i), value) for i, value in best]
-        corpus = _JoinReader(conn, agent_id, [i for i, _ in ranked], speakers)
-        for turn_id, lift in session_joins(ranked, terms, turns, corpus.corpus()).items():
-            key = ("context", turn_id)
-            scores[key] = scores.get(key, 0.0) + lift
-            parts[key] = {**parts.get(key, {}), "join": lift}
+        """The candidates' times and speakers read in one query, for them alone."""
+        with self.db.read() as conn:
+            times, spoken = _about(conn, q.agent_id, signals, with_speakers=named_in is not None)
+        if windows:
+            time_signal(windows, times, signals)
+        if named_in is not None:
+            speaker_signal(named_speakers([t for t in named_in if t], q.snapshot.speakers), spoken, signals)
 
-    def _spread_pg(
-        self,
-        conn: Connection,
-        agent_id: str,
-        scores: dict[Hashable, float],
-        parts: dict[Hashable, dict[str, float]],
-        limit: int,
-        exclude: Collection[Key],
-    ) -> dict[Hashable, float]:
-        """`HybridSearch._spread`, the adjacent turns read from the database for the turns that can reach the top."""
-        if not scores:
-            return scores
-        ordered = sorted((v for k, v in scores.items() if k not in exclude), reverse=True) or [0.0]
-        reach = ordered[min(limit, len(ordered)) - 1] - GAMMA * ordered[0]
-        turn_ids = [cast(Key, k)[1] for k, v in scores.items() if v >= reach and cast(Key, k)[0] == "context"]
-        if not turn_ids:
-            return scores
-        neighbours: dict[Hashable, tuple[Hashable, ...]] = {
-            ("context", i): tuple(("context", j) for j in near)
-            for i, near in _adjacent(conn, agent_id, turn_ids).items()
-        }
-        spread = spread_to_neighbours(scores, neighbours, gamma=GAMMA)
-        for key in neighbours:
-            if spread[key] > scores[key]:
-                parts[key] = {**parts[key], "neighbour": spread[key] - scores[key]}
-        return spread
+    def _session_joins(
+        self, q: _Query, ranked: Sequence[tuple[int, float]], turns: Mapping[int, float]
+    ) -> Mapping[int, float]:
+        """The corpus read from the database for the anchors and their sessions."""
+        with self.db.read() as conn:
+            corpus = _JoinReader(conn, q.agent_id, [i for i, _ in ranked], q.snapshot.speakers)
+            return session_joins(ranked, q.terms, turns, corpus.corpus())
+
+    def _adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
+        with self.db.read() as conn:
+            return _adjacent(conn, agent_id, turn_ids)
 
 
 class _JoinReader:
     """What `session_joins` reads (`JoinCorpus`), loaded from the database as it is asked for."""
 
-    def __init__(self, conn: Connection, agent_id: str, anchors: Sequence[int], speakers: set[str]) -> None:
+    def __init__(self, conn: Connection, agent_id: str, anchors: Sequence[int], speakers: Collection[str]) -> None:
         self.conn = conn
         self.agent_id = agent_id
         self.tokens = pg_keywords.terms_of(conn, anchors)
@@ -335,18 +185,6 @@ def _about(
             if kind == "context" and with_speakers:
                 spoken[int(r.id)] = r.speaker
     return times, spoken
-
-
-def _time_signal(windows: Sequence[TimeWindow], times: Mapping[Key, datetime], signals: Signals) -> None:
-    if not windows:
-        return
-    lifted: dict[Hashable, float] = {}
-    for key, when in times.items():
-        near = closeness(windows, when)
-        if near >= MIN_CLOSENESS:
-            lifted[key] = near
-    if lifted:
-        signals["time"] = lifted
 
 
 def _adjacent(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[int, ...]]:

@@ -11,6 +11,7 @@ over the base tables. `ranked` is the whole keyword lookup of a process without 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, text
@@ -26,6 +27,17 @@ BASE = {
     "context": ("context_turns", "speaker || ' ' || content"),
 }
 TIME = {"narrative": "occurred_at", "context": "created_at"}
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """Whose rows of which kind a lookup reads, how many at most, and within which times."""
+
+    kind: str
+    agent_id: str
+    limit: int
+    since: datetime | None
+    until: datetime | None
 
 
 def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
@@ -87,18 +99,11 @@ def search(
             return hits
     # Substrings the segmenter does not produce as words (one Chinese character, part of an
     # identifier) still deserve an answer: fall back to a literal, escaped LIKE on the base table.
-    return _substring_search(conn, kind, agent_id, terms, limit, since, until)
+    return _substring_search(conn, _Lookup(kind, agent_id, limit, since, until), terms)
 
 
-def _substring_search(
-    conn: Connection,
-    kind: str,
-    agent_id: str,
-    terms: Sequence[str],
-    limit: int,
-    since: datetime | None,
-    until: datetime | None,
-) -> list[tuple[int, float]]:
+def _substring_search(conn: Connection, q: _Lookup, terms: Sequence[str]) -> list[tuple[int, float]]:
+    kind, agent_id, limit, since, until = q.kind, q.agent_id, q.limit, q.since, q.until
     table, body = BASE[kind]
     time_sql, params = _time_clause(kind, since, until, "b")
     likes = []
@@ -136,15 +141,16 @@ def ranked(
     """
     if not terms:
         return []
+    q = _Lookup(kind, agent_id, limit, since, until)
     if conn.dialect.name != "sqlite":
-        return _substring_search(conn, kind, agent_id, terms, limit, since, until)
+        return _substring_search(conn, q, terms)
     weighing = _weighing_terms(conn, kind, terms)
     hits = []
     if weighing and len(weighing) < len(terms):
-        hits = _fts_ranked(conn, kind, agent_id, weighing, limit, since, until)
+        hits = _fts_ranked(conn, q, weighing)
     if len(hits) < wanted:
-        hits = _fts_ranked(conn, kind, agent_id, terms, limit, since, until)
-    return hits or _substring_search(conn, kind, agent_id, terms, limit, since, until)
+        hits = _fts_ranked(conn, q, terms)
+    return hits or _substring_search(conn, q, terms)
 
 
 def _weighing_terms(conn: Connection, kind: str, terms: Sequence[str]) -> list[str]:
@@ -156,15 +162,8 @@ def _weighing_terms(conn: Connection, kind: str, terms: Sequence[str]) -> list[s
     return [term for term in terms if 2 * conn.execute(rows, {"term": fts_quote(term)}).scalar_one() < total]
 
 
-def _fts_ranked(
-    conn: Connection,
-    kind: str,
-    agent_id: str,
-    terms: Sequence[str],
-    limit: int,
-    since: datetime | None,
-    until: datetime | None,
-) -> list[tuple[int, float]]:
+def _fts_ranked(conn: Connection, q: _Lookup, terms: Sequence[str]) -> list[tuple[int, float]]:
+    kind, agent_id, limit, since, until = q.kind, q.agent_id, q.limit, q.since, q.until
     table = TABLES[kind]
     time_sql, params = _time_clause(kind, since, until, "b")
     # `rank` is bm25() sorted inside FTS5, cheaper than ordering by the bm25() function in SQL.

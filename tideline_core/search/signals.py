@@ -1,0 +1,56 @@
+"""The signals every searcher lifts the same way from what it read: keyword views, time and speaker."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable, Mapping, Sequence
+from datetime import datetime
+
+from tideline_core.inputs import ConversationLine, SearchIn
+from tideline_core.search.when import TimeWindow, closeness
+from tideline_core.tokens import query_terms
+
+MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
+Key = tuple[str, int]
+Signals = dict[str, dict[Hashable, float]]
+
+
+def add_keyword_view(
+    signals: dict[str, dict[Hashable, float]], kind: str, view: str, found: Sequence[tuple[int, float]]
+) -> None:
+    """A keyword view's candidates of `kind`, as (id, score), into `signals`."""
+    signals.setdefault(view, {}).update({(kind, i): s for i, s in found})
+    if kind != "context":
+        # A memory has no surrounding turns: it stands as its own context, so memories and turns
+        # compete on the same signals when both kinds are searched (as in the measured recipe).
+        signals.setdefault("kw_ctx", {}).update({(kind, i): s for i, s in found})
+
+
+def fallback_terms(params: SearchIn, lines: Sequence[ConversationLine]) -> list[str]:
+    """The terms of the FTS lookup that answers when BM25 found nothing of a kind.
+
+    BM25 only knows whole analyzed words; a single CJK character, a fragment of an identifier or
+    a stopword-only query still deserve an answer, which FTS5 (and its LIKE fallback) gives.
+    """
+    return query_terms(params.query or " ".join(x.text for x in lines[-2:]))
+
+
+def time_signal(
+    windows: Sequence[TimeWindow], times: Mapping[Key, datetime], signals: dict[str, dict[Hashable, float]]
+) -> None:
+    """Lift the candidates (`times`: when each happened) from around a time the query names."""
+    lifted: dict[Hashable, float] = {}
+    for key, when in times.items():
+        near = closeness(windows, when)
+        if near >= MIN_CLOSENESS:
+            lifted[key] = near
+    if lifted:
+        signals["time"] = lifted
+
+
+def speaker_signal(
+    named: Collection[str], spoken: Mapping[int, str], signals: dict[str, dict[Hashable, float]]
+) -> None:
+    """Lift the candidate turns (`spoken`: who spoke each) by a speaker the query names."""
+    lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in spoken.items() if sp in named}
+    if lifted:
+        signals["speaker"] = lifted
