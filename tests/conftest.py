@@ -41,11 +41,9 @@ from typing import Any
 import hypothesis  # noqa: F401 - see below
 import pytest
 import redis
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from tideline_core.settings import Settings
-from tideline_core.store.database import Database
+from tideline_core.store.database import Database, create_database, drop_database
 
 # Imported now, while only this thread runs: otherwise a suite that never uses hypothesis has its
 # plugin import (and pytest assertion-rewrite, i.e. ast.parse) the package in the terminal summary,
@@ -117,20 +115,14 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
-    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        admin.dispose()
+        url = create_database(POSTGRES_ADMIN_URL, f"tideline_test_{uuid.uuid4().hex[:12]}")
+    except Exception as exc:  # any reason there is no server to use: the test skips, saying which
         pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} (set TIDELINE_TEST_POSTGRES_URL): {exc.__class__.__name__}")
     try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        yield url
     finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        drop_database(POSTGRES_ADMIN_URL, url)
 
 
 @pytest.fixture

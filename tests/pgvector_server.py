@@ -23,6 +23,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from tideline_core.store.database import create_database, drop_database
+
 DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 WHY: list[str] = []
 
@@ -61,23 +63,7 @@ def admin_url() -> str | None:
 
 
 def fresh_database(admin: str) -> str:
-    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
-    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        engine.dispose()
-    return make_url(admin).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_database(admin: str, url: str) -> None:
-    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
-    finally:
-        engine.dispose()
+    return create_database(admin, f"tideline_test_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture

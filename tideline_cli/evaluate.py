@@ -447,29 +447,16 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
 def _throwaway_postgres(server: str) -> str:
     """A new empty database on the PostgreSQL server `server` (a URL of any database there): its URL."""
-    from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    url = make_url(server)
-    if url.get_backend_name() != "postgresql":
+    from tideline_core.store.database import create_database
+
+    if make_url(server).get_backend_name() != "postgresql":
         raise InvalidInput("--database-url", f"must be a PostgreSQL URL (postgresql+psycopg://...), got {server!r}")
-    name = f"tideline_eval_{os.getpid()}_{int(time.time())}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        admin.dispose()
-    return url.set(database=name).render_as_string(hide_password=False)
+    return create_database(server, f"tideline_eval_{os.getpid()}_{int(time.time())}")
 
 
 def _drop_postgres(server: str, database: str) -> None:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from tideline_core.store.database import drop_database
 
-    admin = create_engine(make_url(server), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(database).database}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    drop_database(server, database)

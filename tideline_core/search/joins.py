@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 
@@ -33,7 +34,7 @@ class JoinCorpus:
     session_of: Callable[[int], Sequence[int]]
     rows_with: Callable[[str], int]
     rows: int
-    speakers: frozenset[str] = frozenset()  # words of the speakers' names: they say who spoke, not about whom
+    speakers: AbstractSet[str] = frozenset()  # words of the speakers' names: they say who spoke, not about whom
 
 
 def idf(rows_with: int, rows: int) -> float:

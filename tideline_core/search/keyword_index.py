@@ -47,6 +47,7 @@ class _Shard:
     times: dict[int, float] = field(default_factory=dict)
     speaker: dict[int, str] = field(default_factory=dict)
     speaker_turns: dict[str, int] = field(default_factory=dict)
+    speaker_words: set[str] = field(default_factory=set)  # the analyzed words of every speaker's name
     tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
     session_of: dict[int, str] = field(default_factory=dict)
     sessions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
@@ -58,6 +59,8 @@ class _Shard:
         self.kw.add(row_id, tokens)
         self.times[row_id] = at
         self.speaker[row_id] = speaker
+        if speaker not in self.speaker_turns:
+            self.speaker_words.update(analyze(speaker))
         self.speaker_turns[speaker] = self.speaker_turns.get(speaker, 0) + 1
         self.tokens[row_id] = tokens
         self.session_of[row_id] = session
@@ -222,7 +225,7 @@ class KeywordIndex:
                 session_of=lambda i: [j for _, j in shard.sessions.get(shard.session_of.get(i, ""), ())],
                 rows_with=shard.kw.df,
                 rows=len(shard.kw),
-                speakers=frozenset(word for name in shard.speaker_turns for word in analyze(name)),
+                speakers=shard.speaker_words,
             )
             return session_joins(ranked, terms, scores, corpus)
 

@@ -107,6 +107,27 @@ def newest_revision() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
+def create_database(server_url: str, name: str) -> str:
+    """Create the empty database `name` on the PostgreSQL server of `server_url` (any database there); its URL."""
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(server_url: str, url: str) -> None:
+    """Drop the database of `url` from the PostgreSQL server of `server_url`, closing its connections."""
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
 class Database:
     """Owns one Engine. `write()` takes the SQLite write lock up front; keep no network I/O inside it."""
 
