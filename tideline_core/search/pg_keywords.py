@@ -19,17 +19,17 @@ with the in-memory index, and what a search indexes is stored for every process.
 indexed are locked (SKIP LOCKED), so two servers never count a row twice.
 
 A row is scored from only the query's lexemes of its tsvector (`setweight` marks them, `ts_filter`
-keeps them: about 5 µs a row instead of 35 µs for unnesting every lexeme). At scale one
-approximation, because that is still far from the in-memory index's numpy posting lists: over a
-view of more than `EXACT_ROWS` rows, when the query's
-terms together are held by more than `POSTINGS_BUDGET` rows, the commonest terms only score rows
-the rarer ones found, and a query whose rarest term alone exceeds it scores the newest
-`POSTINGS_BUDGET` rows holding it (see `search_view`). Up to `EXACT_ROWS` (a LoCoMo conversation
-is far below it) the scores are the in-memory index's.
+keeps them: about 5 µs a row instead of 35 µs for unnesting every lexeme). Up to `EXACT_ROWS` rows
+a view (a LoCoMo conversation is far below it) every row holding a query term is scored: the
+in-memory index's scores. A larger view scores the rows `candidate_query` picks, about
+`POSTINGS_BUDGET` of them: those holding the rarest query terms, or several of them at once when
+each alone is common. The bench measures how much of the exact top 10 that keeps
+(`bench/scale.py`, "keyword recall").
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,6 +46,7 @@ B = 0.4
 TOTAL = ""  # the term under which a view's row count and token total are kept (analyze yields no empty term)
 EXACT_ROWS = 5_000  # a view of at most this many rows is scored exactly, every row holding a query term
 POSTINGS_BUDGET = 2_000  # beyond it, about this many rows are scored per view (measured: ~5-10 µs a row)
+RAREST = 4  # past the budget, rows holding several of this many rarest query terms are the candidates
 MAX_POSITION = 16_383  # PostgreSQL's bounds: a lexeme's position, its positions, its length in bytes
 MAX_POSITIONS = 256
 MAX_LEXEME_BYTES = 2046
@@ -254,8 +255,13 @@ def search_view(
     groups: Mapping[str, str] | None = None,
     *,
     extracts: bool = True,
+    exact: bool | None = None,
 ) -> list[tuple[int, float]]:
-    """Top-k (row id, BM25 score) of the agent's rows of `kind` in `view` ('kw' or 'kw_ctx'), best first, ties by id."""
+    """Top-k (row id, BM25 score) of the agent's rows of `kind` in `view` ('kw' or 'kw_ctx'), best first, ties by id.
+
+    `exact`: score every row holding a query term (default: only up to `EXACT_ROWS` rows a view; a
+    larger view scores the rows `candidate_query` finds).
+    """
     column, length = COLUMNS[view]
     wanted = {t: w for t, w in terms.items() if w > 0}
     if not wanted:
@@ -274,21 +280,15 @@ def search_view(
     if not held:
         return []
     rows, avgdl = int(totals.rows), (totals.tokens / totals.rows if totals.tokens > 0 else 1.0)
-    # Rarest first: the terms whose rows are looked up; commoner ones still score the rows found.
-    exact = rows <= EXACT_ROWS
-    lookup, postings = [held[0]], df[held[0]]
-    for term in held[1:]:
-        if not exact and postings + df[term] > POSTINGS_BUDGET:
-            break
-        lookup.append(term)
-        postings += df[term]
+    exact = rows <= EXACT_ROWS if exact is None else exact
+    lookup, capped = (" | ".join(quote(t) for t in held), False) if exact else candidate_query(held, df, rows)
     weights = [wanted[t] * _idf(df[t], rows) for t in held]
     group = [groups.get(t, t) if groups else t for t in held]
     table, stamp = BASE[kind]
     clauses = ["b.agent_id = :agent", f"b.{column} @@ CAST(:query AS tsquery)"]
     params: dict[str, object] = {
         "agent": agent_id,
-        "query": " | ".join(quote(t) for t in lookup),
+        "query": lookup,
         "terms": held,
         "groups": group,
         "weights": weights,
@@ -306,25 +306,73 @@ def search_view(
         params["until"] = until
     if kind == "narrative" and not extracts:
         clauses.append(_EXTRACT)
-    # Only a lookup past the budget (its rarest term alone) is cut, to the newest rows holding it.
-    cap = " ORDER BY b.id DESC LIMIT :cap" if not exact and postings > POSTINGS_BUDGET else ""
-    sql = f"""
-        WITH q AS (
-            SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:groups AS text[]), CAST(:weights AS float8[]))
-                AS q(term, grp, w)
-        ), hits AS (
-            SELECT b.id, b.{column} AS doc, b.{length} AS len FROM {table} b WHERE {" AND ".join(clauses)}{cap}
-        ), parts AS (
-            SELECT h.id, q.grp, max(q.w * cardinality(u.positions) * (:k1 + 1.0)
-                / (cardinality(u.positions) + :k1 * (1.0 - :b + :b * h.len / :avgdl))) AS part
-            FROM hits h
-            CROSS JOIN LATERAL unnest(ts_filter(setweight(h.doc, 'A', CAST(:terms AS text[])), '{{a}}')) AS u
-            JOIN q ON q.term = u.lexeme
-            GROUP BY h.id, q.grp
-        )
-        SELECT id, sum(part) AS score FROM parts GROUP BY id ORDER BY score DESC, id LIMIT :k
-    """
+    cap = " ORDER BY b.id DESC LIMIT :cap" if capped else ""
+    hits = f"SELECT b.id, b.{column} AS doc, b.{length} AS len FROM {table} b WHERE {' AND '.join(clauses)}{cap}"
+    lexemes = "unnest(ts_filter(setweight(h.doc, 'A', CAST(:terms AS text[])), '{a}'))"
+    tf = "cardinality(u.positions)"
+    part = f"{tf} * (:k1 + 1.0) / ({tf} + :k1 * (1.0 - :b + :b * h.len / :avgdl))"
+    if len(set(group)) == len(group):
+        # No word groups: a row's score is a plain sum over its lexemes, each term's weight found by position.
+        sql = f"""
+            WITH hits AS ({hits})
+            SELECT h.id, sum((CAST(:weights AS float8[]))[array_position(CAST(:terms AS text[]), u.lexeme)] * {part})
+                AS score
+            FROM hits h CROSS JOIN LATERAL {lexemes} AS u
+            GROUP BY h.id ORDER BY score DESC, h.id LIMIT :k
+        """
+    else:
+        sql = f"""
+            WITH q AS (
+                SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:groups AS text[]), CAST(:weights AS float8[]))
+                    AS q(term, grp, w)
+            ), hits AS ({hits}), parts AS (
+                SELECT h.id, q.grp, max(q.w * {part}) AS part
+                FROM hits h CROSS JOIN LATERAL {lexemes} AS u JOIN q ON q.term = u.lexeme
+                GROUP BY h.id, q.grp
+            )
+            SELECT id, sum(part) AS score FROM parts GROUP BY id ORDER BY score DESC, id LIMIT :k
+        """
     return [(int(r.id), float(r.score)) for r in conn.execute(text(sql), params)]
+
+
+def candidate_query(held: Sequence[str], df: Mapping[str, int], rows: int) -> tuple[str, bool]:
+    """The tsquery finding the rows to score in a view past `EXACT_ROWS`, and whether its matches are capped.
+
+    `held`: the query's terms the view holds, rarest first. The rarest terms are looked up whole while
+    their rows together stay within `POSTINGS_BUDGET` (the commoner ones then only score the rows
+    found: a row holding none of the rare terms rarely outranks one that does). When the rarest term
+    alone is past it, a BM25 top row is one holding several of the query's rarer terms, so the lookup
+    asks for rows holding at least m of the `RAREST` rarest, the smallest m whose expected matches
+    (terms taken as independent) fit the budget; the matches are still capped to the newest
+    `POSTINGS_BUDGET` when that guess is short. GIN answers an AND inside its posting lists, so only
+    the matches are read from the table.
+    """
+    chosen, postings = [held[0]], df[held[0]]
+    for term in held[1:]:
+        if postings + df[term] > POSTINGS_BUDGET:
+            break
+        chosen.append(term)
+        postings += df[term]
+    if postings <= POSTINGS_BUDGET:
+        return " | ".join(quote(t) for t in chosen), False
+    rarest = list(held[:RAREST])
+    for m in range(2, len(rarest) + 1):
+        if rows * at_least(m, [df[t] / rows for t in rarest]) <= POSTINGS_BUDGET:
+            break
+    else:
+        m = len(rarest)
+    ands = [" & ".join(quote(t) for t in combo) for combo in itertools.combinations(rarest, m)]
+    return " | ".join(f"({a})" for a in ands), True
+
+
+def at_least(m: int, shares: Sequence[float]) -> float:
+    """The chance that at least `m` of independent events of these probabilities happen."""
+    exactly = [1.0] + [0.0] * len(shares)  # exactly[j]: j of the events so far
+    for p in shares:
+        for j in range(len(shares), 0, -1):
+            exactly[j] = exactly[j] * (1 - p) + exactly[j - 1] * p
+        exactly[0] *= 1 - p
+    return sum(exactly[m:])
 
 
 def _idf(rows_with: int, rows: int) -> float:

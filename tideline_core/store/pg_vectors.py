@@ -34,6 +34,8 @@ INDEXES = {
     ("context", "ctx"): "ix_embeddings_vec_context_ctx",
 }
 EF_SEARCH = 200  # HNSW candidates per walk: above the 100 dense candidates a view contributes
+HNSW_M = 16  # pgvector's defaults for the graph: see docs/scale.md for the recall they give
+HNSW_EF_CONSTRUCTION = 64
 MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
 _EXTRACT = "NOT (b.narrative_type = 'digest' OR b.origin = 'extractive')"
@@ -83,11 +85,12 @@ def ensure(conn: Connection, *, build_indexes: bool = True) -> bool:
     return True
 
 
-def create_indexes(conn: Connection) -> None:
+def create_indexes(conn: Connection, m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION) -> None:
     for (kind, view), name in INDEXES.items():
         conn.execute(
             text(
                 f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw (vec halfvec_cosine_ops) "
+                f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) "
                 f"WHERE kind = '{kind}' AND view = '{view}'"
             )
         )

@@ -1,0 +1,64 @@
+"""PostgreSQL's keyword index past `EXACT_ROWS`: which rows a large view scores, and the odds it plans with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
+from tideline_core.inputs import NarrativeIn, parse
+from tideline_core.search import pg_keywords
+from tideline_core.search.pg_keywords import at_least, candidate_query
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+
+
+@pytest.fixture
+def pg(pgvector_url: str) -> Iterator[Database]:  # noqa: F811 - the fixture imported above
+    db = Database.open(pgvector_url)
+    yield db
+    db.close()
+
+
+def test_at_least_counts_the_ways_m_independent_events_happen() -> None:
+    assert at_least(0, [0.3, 0.6]) == pytest.approx(1.0)
+    assert at_least(1, [0.5, 0.5]) == pytest.approx(0.75)
+    assert at_least(2, [0.5, 0.5]) == pytest.approx(0.25)
+    assert at_least(2, [0.1, 0.2, 0.3]) == pytest.approx(0.1 * 0.2 + 0.1 * 0.3 + 0.2 * 0.3 - 2 * 0.1 * 0.2 * 0.3)
+    assert at_least(4, [0.5, 0.5, 0.5]) == 0.0
+
+
+def test_rare_terms_within_the_budget_are_looked_up_whole_and_uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 100)
+    query, capped = candidate_query(["rare", "less", "common"], {"rare": 10, "less": 60, "common": 5000}, 100_000)
+    assert (query, capped) == ("'rare' | 'less'", False)
+
+
+def test_past_the_budget_rows_holding_several_of_the_rarest_terms_are_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 100)
+    df = {"a": 1000, "b": 2000, "c": 3000, "d": 4000, "e": 50_000}
+    query, capped = candidate_query(["a", "b", "c", "d", "e"], df, 100_000)
+    # Two of four would match ~1,400 rows (independence), three of four ~60: three it is, over the four rarest.
+    assert query == "('a' & 'b' & 'c') | ('a' & 'b' & 'd') | ('a' & 'c' & 'd') | ('b' & 'c' & 'd')"
+    assert capped
+
+
+def test_an_old_row_holding_every_word_of_a_question_is_found_in_a_large_view(
+    pg: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = ["alpha", "bravo", "charlie", "delta"]
+    with pg.write() as conn:
+        full = insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": " ".join(words)})).id
+        for i in range(30):
+            for word in words:  # newer rows, each holding one of the words: every word is common
+                insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": f"{word} filler{i}x"}))
+        pg_keywords.catch_up(conn, "alice")
+    monkeypatch.setattr(pg_keywords, "EXACT_ROWS", 10)
+    monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 5)
+    with pg.read() as conn:
+        found = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3)
+        exact = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3, exact=True)
+    assert found[0][0] == exact[0][0] == full
