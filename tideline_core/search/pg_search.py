@@ -100,13 +100,21 @@ class PostgresSearch(HybridSearch):
     def _row_signals(
         self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals
     ) -> None:
-        """The candidates' times and speakers read in one query, for them alone."""
+        """The candidates' times (when the query names a time) and speakers (when it names one), for them alone.
+
+        A keyword view hands over up to `KEYWORD_DEPTH` candidates: most queries name neither, and then
+        nothing is read at all.
+        """
+        named = named_speakers([t for t in named_in if t], q.snapshot.speakers) if named_in is not None else set()
+        if not windows and not named:
+            return
         with self.db.read() as conn:
-            times, spoken = _about(conn, q.agent_id, signals, with_speakers=named_in is not None)
+            times = _times(conn, q.agent_id, signals) if windows else {}
+            spoken = _spoken_by(conn, q.agent_id, signals, named) if named else {}
         if windows:
             time_signal(windows, times, signals)
-        if named_in is not None:
-            speaker_signal(named_speakers([t for t in named_in if t], q.snapshot.speakers), spoken, signals)
+        if named:
+            speaker_signal(named, spoken, signals)
 
     def _session_joins(
         self, q: _Query, ranked: Sequence[tuple[int, float]], turns: Mapping[int, float]
@@ -164,27 +172,39 @@ class _JoinReader:
         return self.sessions[anchor]
 
 
-def _about(
-    conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashable, float]], *, with_speakers: bool
-) -> tuple[dict[Key, datetime], dict[int, str]]:
-    """When each candidate row happened, and who spoke each candidate turn."""
+def _candidate_ids(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
     keys = cast(set[Key], {key for values in signals.values() for key in values})
+    return sorted(i for k, i in keys if k == kind)
+
+
+def _times(conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashable, float]]) -> dict[Key, datetime]:
+    """When each candidate row happened."""
     times: dict[Key, datetime] = {}
-    spoken: dict[int, str] = {}
     for kind, table, stamp in (("narrative", "narratives", "occurred_at"), ("context", "context_turns", "created_at")):
-        ids = sorted(i for k, i in keys if k == kind)
-        if not ids:
-            continue
-        speaker = ", speaker" if kind == "context" else ""
-        found = conn.execute(
-            text(f"SELECT id, {stamp} AS at{speaker} FROM {table} WHERE agent_id = :agent AND id = ANY(:ids)"),
-            {"agent": agent_id, "ids": ids},
-        )
-        for r in found:
-            times[(kind, int(r.id))] = r.at
-            if kind == "context" and with_speakers:
-                spoken[int(r.id)] = r.speaker
-    return times, spoken
+        ids = _candidate_ids(signals, kind)
+        if ids:
+            found = conn.execute(
+                text(f"SELECT id, {stamp} AS at FROM {table} WHERE agent_id = :agent AND id = ANY(:ids)"),
+                {"agent": agent_id, "ids": ids},
+            )
+            times.update({(kind, int(r.id)): r.at for r in found})
+    return times
+
+
+def _spoken_by(
+    conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashable, float]], named: Collection[str]
+) -> dict[int, str]:
+    """Who spoke each candidate turn that one of the `named` speakers spoke."""
+    ids = _candidate_ids(signals, "context")
+    if not ids:
+        return {}
+    found = conn.execute(
+        text(
+            "SELECT id, speaker FROM context_turns WHERE agent_id = :agent AND id = ANY(:ids) AND speaker = ANY(:named)"
+        ),
+        {"agent": agent_id, "ids": ids, "named": sorted(named)},
+    )
+    return {int(r.id): r.speaker for r in found}
 
 
 def _adjacent(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
