@@ -2,9 +2,10 @@
 
 A process started for one prompt cannot afford what a server pays once: loading the embedding
 model (about 0.6 s) or building the in-memory keyword index (1.5 s at 10,000 memories, 15 s at
-100,000). So it searches by keyword over the store's FTS5 index (`compose(..., cold=True)`), and
-the ingest worker embeds what is stored; a running server answers by meaning. With Redis down the
-turns are stored all the same (their embedding waits for the reconciler).
+100,000). So it searches by keyword over the store's own index (FTS5, or PostgreSQL's tsvectors;
+`compose(..., cold=True)`), and the ingest worker embeds what is stored; a running server answers
+by meaning. With Redis down the turns are stored all the same (their embedding waits for the
+reconciler).
 """
 
 from __future__ import annotations

@@ -60,13 +60,16 @@ def compose(
     LLM is the one the settings name (none when TIDELINE_LLM_URL or _MODEL is unset) unless `llm` is given.
 
     `cold`: the service of a process that answers once and exits (`tideline hook` without a server):
-    no embedder (`embedder` is not used), and search by keyword over the store's FTS5 index
-    (`ColdSearch`) rather than in-memory indexes that would be built for a single query.
+    no embedder (`embedder` is not used), and search by keyword over the store's own index rather
+    than in-memory indexes that would be built for a single query: SQLite's FTS5 tables (`ColdSearch`),
+    PostgreSQL's BM25 tsvectors (`PostgresSearch`, which keeps no per-agent state anyway).
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
     extracts = settings.dream_extracts_in_search
-    if cold:
-        searcher: HybridSearch = ColdSearch(db, extracts=extracts)
+    if cold and db.dialect == "postgresql":
+        searcher: HybridSearch = PostgresSearch(db, NoEmbedder(), extracts=extracts)
+    elif cold:
+        searcher = ColdSearch(db, extracts=extracts)
     else:
         timeout = settings.query_embedding_timeout
         searcher = searcher_for(db, embedder or build_embedder(settings), query_timeout=timeout, extracts=extracts)

@@ -18,8 +18,8 @@ Measured with `tideline eval`'s data (keyword mode, this searcher against the in
 LoCoMo turn R@5/10/20 0.665/0.743/0.806 against 0.682/0.761/0.810, MADial-zh 0.543/0.643/0.716
 against 0.571/0.652/0.754 (a dialogue's words cannot be weighed in an FTS5 query: its most salient
 ones are asked for, each alike). Nothing is embedded: asked for hybrid or dense search it answers
-by keyword and says so (`SearchOutcome.degraded`). On PostgreSQL, which has no FTS5, the keyword
-lookup is the store's LIKE lookup.
+by keyword and says so (`SearchOutcome.degraded`). On PostgreSQL, which has no FTS5, a cold service
+searches with `PostgresSearch` (BM25 over the database's tsvectors, no per-agent state) instead.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The cold searcher (a hook without a server) on a real store: words in both languages, its bounds, its ranking.
 
 Runs on the suite's store: a SQLite file (FTS5), or PostgreSQL with TIDELINE_TEST_BACKEND=postgres
-(the LIKE lookup). The last tests are FTS5's own and run on SQLite only.
+(where the cold service is `PostgresSearch` without a model). The last tests are FTS5's own and run
+on SQLite only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import update
 from tideline_core.compose import compose
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
 from tideline_core.search.cold import ColdSearch
+from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import fts
@@ -50,7 +52,8 @@ def found(service: Service, query: str = "", *, agent: str = "alice", **params: 
 
 
 def test_the_cold_service_searches_its_store_by_keyword_and_loads_no_model(service: Service) -> None:
-    assert isinstance(service.searcher, ColdSearch) and not service.embeds
+    expected = PostgresSearch if service.db.dialect == "postgresql" else ColdSearch
+    assert type(service.searcher) is expected and not service.embeds
 
 
 def test_a_chinese_and_an_english_memory_are_found_by_their_words(service: Service) -> None:
@@ -166,7 +169,7 @@ def test_words_in_no_row_fall_back_to_a_substring_of_the_text(service: Service, 
 @pytest.fixture
 def sqlite_only(database: Database) -> Database:
     if database.dialect != "sqlite":
-        pytest.skip("FTS5 is SQLite's; PostgreSQL answers with the LIKE lookup")
+        pytest.skip("FTS5 is SQLite's; a cold service on PostgreSQL searches its tsvectors")
     return database
 
 
