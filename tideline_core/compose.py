@@ -72,7 +72,13 @@ def compose(
         searcher = ColdSearch(db, extracts=extracts)
     else:
         timeout = settings.query_embedding_timeout
-        searcher = searcher_for(db, embedder or build_embedder(settings), query_timeout=timeout, extracts=extracts)
+        searcher = searcher_for(
+            db,
+            embedder or build_embedder(settings),
+            query_timeout=timeout,
+            extracts=extracts,
+            ef_search=settings.pg_ef_search,
+        )
     active = searcher.embedder
     return Service(
         db=db,
@@ -91,14 +97,16 @@ def compose(
     )
 
 
-def searcher_for(db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool) -> HybridSearch:
+def searcher_for(
+    db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool, ef_search: int = pg_vectors.EF_SEARCH
+) -> HybridSearch:
     """PostgreSQL with pgvector: `PostgresSearch`, every index in the database (no per-agent state in the process);
     otherwise `HybridSearch` over in-memory indexes (SQLite's default, and PostgreSQL without pgvector)."""
     if db.dialect == "postgresql":
         with db.read() as conn:
             ready = pg_vectors.enabled(conn)
         if ready:
-            return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts)
+            return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
         log.warning(
             "PostgreSQL without pgvector (no embeddings.vec column): search keeps in-memory indexes in this "
             "process; install pgvector and run `tideline db upgrade` to search in the database"

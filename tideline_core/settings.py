@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     embedding_model: str | None = Field(default=None, validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"))
     embedding_timeout: float = Field(default=30.0, validation_alias=_env("EMBEDDING_TIMEOUT"))
     query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))
+    # PostgreSQL + pgvector: candidates an HNSW walk keeps (pgvector caps it at 1,000): recall against time.
+    pg_ef_search: int = Field(default=400, ge=10, le=1000, validation_alias=_env("PG_EF_SEARCH"))
     model_cache: Path = Field(default=DEFAULT_MODEL_CACHE, validation_alias=_env("MODEL_CACHE"))
     embed_batch_size: int = Field(default=32, ge=1, le=1024, validation_alias=_env("EMBED_BATCH_SIZE"))
     # CPU threads one process gives the local model; 0 leaves it to the process: all cores for the

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import Connection, text
 
+from tideline_core.embedding import Embedder
 from tideline_core.inputs import SearchIn
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
@@ -35,6 +36,7 @@ from tideline_core.search.query import named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
+from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
 
 
@@ -42,8 +44,13 @@ class PostgresSearch(HybridSearch):
     """`HybridSearch` on PostgreSQL with pgvector: the same ranking, every index in the database.
 
     Only the candidate sources are its own (`HybridSearch`'s hooks); the parent's in-memory indexes stay
-    empty unless vectors of another size than `pg_vectors.DIM` must be searched.
+    empty unless vectors of another size than `pg_vectors.DIM` must be searched. `ef_search`: candidates
+    each HNSW walk keeps (`TIDELINE_PG_EF_SEARCH`).
     """
+
+    def __init__(self, db: Database, embedder: Embedder, *, ef_search: int = pg_vectors.EF_SEARCH, **options: Any):
+        super().__init__(db, embedder, **options)
+        self.ef_search = ef_search
 
     def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
         """Rows written since the last query indexed first, so a write is found by the next query."""
@@ -67,7 +74,17 @@ class PostgresSearch(HybridSearch):
         model, since, until = self.embedder.model, q.params.since, q.params.until
         with self.db.read() as conn:
             return pg_vectors.nearest(
-                conn, q.agent_id, kind, view, model, vector, depth, since, until, extracts=self.extracts
+                conn,
+                q.agent_id,
+                kind,
+                view,
+                model,
+                vector,
+                depth,
+                since,
+                until,
+                extracts=self.extracts,
+                ef_search=self.ef_search,
             )
 
     def _keyword_candidates(self, q: _Query, signals: Signals) -> None:

@@ -33,8 +33,8 @@ INDEXES = {
     ("context", "base"): "ix_embeddings_vec_context_base",
     ("context", "ctx"): "ix_embeddings_vec_context_ctx",
 }
-EF_SEARCH = 200  # HNSW candidates per walk: above the 100 dense candidates a view contributes
-HNSW_M = 16  # pgvector's defaults for the graph: see docs/scale.md for the recall they give
+EF_SEARCH = 400  # HNSW candidates per walk (TIDELINE_PG_EF_SEARCH); README "Scale" has the recall each gives
+HNSW_M = 16  # pgvector's defaults for the graph (build time grows steeply with either)
 HNSW_EF_CONSTRUCTION = 64
 MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
@@ -163,6 +163,7 @@ def nearest(
     *,
     extracts: bool = True,
     exact: bool = False,
+    ef_search: int = EF_SEARCH,
 ) -> list[tuple[int, float]]:
     """Top-k (row id, cosine) of the agent's `view` vectors of `kind` by `model`, through the HNSW index
     (`exact`: by a full scan of the agent's rows instead, for measuring the index's recall)."""
@@ -189,7 +190,7 @@ def nearest(
         f"SELECT e.row_id AS id, 1 - {distance} AS cosine FROM embeddings e{join} "
         f"WHERE e.kind = '{kind}' AND e.view = '{view}' AND {' AND '.join(clauses)} ORDER BY {order} LIMIT :k"
     )
-    conn.execute(text(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}"))
+    conn.execute(text(f"SET LOCAL hnsw.ef_search = {min(max(int(ef_search), k), 1000)}"))
     conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
     conn.execute(text(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"))
     found = [(int(r.id), float(r.cosine)) for r in conn.execute(text(sql), params)]
