@@ -46,6 +46,7 @@ B = 0.4
 TOTAL = ""  # the term under which a view's row count and token total are kept (analyze yields no empty term)
 EXACT_ROWS = 5_000  # a view of at most this many rows is scored exactly, every row holding a query term
 POSTINGS_BUDGET = 2_000  # beyond it, about this many rows are scored per view (measured: ~5-10 µs a row)
+SEVERAL_BUDGET = 1_000  # rows expected to hold several rare terms at once: fewer, better candidates
 RAREST = 4  # past the budget, rows holding several of this many rarest query terms are the candidates
 MAX_POSITION = 16_383  # PostgreSQL's bounds: a lexeme's position, its positions, its length in bytes
 MAX_POSITIONS = 256
@@ -343,9 +344,11 @@ def candidate_query(held: Sequence[str], df: Mapping[str, int], rows: int) -> tu
     found: a row holding none of the rare terms rarely outranks one that does). When the rarest term
     alone is past it, a BM25 top row is one holding several of the query's rarer terms, so the lookup
     asks for rows holding at least m of the `RAREST` rarest, the smallest m whose expected matches
-    (terms taken as independent) fit the budget; the matches are still capped to the newest
+    (terms taken as independent) fit `SEVERAL_BUDGET`; the matches are still capped to the newest
     `POSTINGS_BUDGET` when that guess is short. GIN answers an AND inside its posting lists, so only
-    the matches are read from the table.
+    the matches are read from the table. Measured against exact BM25 on 100k synthetic narratives
+    (three question sets, 30 each): top-10 recall 0.94 / 0.60 / 0.95 at 17–26 ms a view, where the
+    newest 2,000 rows of the rarest term gave 0.59 / 0.38 / 0.63 at 41–59 ms.
     """
     chosen, postings = [held[0]], df[held[0]]
     for term in held[1:]:
@@ -357,7 +360,7 @@ def candidate_query(held: Sequence[str], df: Mapping[str, int], rows: int) -> tu
         return " | ".join(quote(t) for t in chosen), False
     rarest = list(held[:RAREST])
     for m in range(2, len(rarest) + 1):
-        if rows * at_least(m, [df[t] / rows for t in rarest]) <= POSTINGS_BUDGET:
+        if rows * at_least(m, [df[t] / rows for t in rarest]) <= SEVERAL_BUDGET:
             break
     else:
         m = len(rarest)

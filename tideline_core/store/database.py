@@ -39,7 +39,8 @@ def _sqlite_begin(conn: Any) -> None:
 
 
 def create_db_engine(url: str) -> Engine:
-    """An Engine for `url`; SQLite files get WAL, a busy timeout and immediate write transactions."""
+    """An Engine for `url`; SQLite files get WAL, a busy timeout and immediate write transactions; PostgreSQL
+    plans every statement for its own parameters."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -52,7 +53,12 @@ def create_db_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # No server-side prepared statements: after five runs of one statement psycopg would prepare it,
+    # and PostgreSQL may then plan it once for any parameters; a keyword lookup's best plan depends on
+    # its tsquery (a few rows: the GIN index; thousands: another plan), and a generic plan of it took
+    # ~100 ms where each query's own took ~10. Also what a transaction-mode connection pooler needs.
+    args = {"prepare_threshold": None} if parsed.get_driver_name() == "psycopg" else {}
+    return create_engine(url, pool_pre_ping=True, connect_args=args)
 
 
 def migrate(engine: Engine) -> None:

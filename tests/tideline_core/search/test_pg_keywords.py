@@ -39,6 +39,7 @@ def test_past_the_budget_rows_holding_several_of_the_rarest_terms_are_asked_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 100)
+    monkeypatch.setattr(pg_keywords, "SEVERAL_BUDGET", 100)
     df = {"a": 1000, "b": 2000, "c": 3000, "d": 4000, "e": 50_000}
     query, capped = candidate_query(["a", "b", "c", "d", "e"], df, 100_000)
     # Two of four would match ~1,400 rows (independence), three of four ~60: three it is, over the four rarest.
@@ -58,6 +59,7 @@ def test_an_old_row_holding_every_word_of_a_question_is_found_in_a_large_view(
         pg_keywords.catch_up(conn, "alice")
     monkeypatch.setattr(pg_keywords, "EXACT_ROWS", 10)
     monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 5)
+    monkeypatch.setattr(pg_keywords, "SEVERAL_BUDGET", 5)
     with pg.read() as conn:
         found = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3)
         exact = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3, exact=True)
