@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tideline_core.embedding import Embedder
 from tideline_core.store.database import Database
-from tideline_core.store.embeddings import KINDS, claim_pending, pending_rows, release_claims, save_embeddings
+from tideline_core.store.embeddings import KINDS, claim_pending, release_claims, save_embeddings, unclaimed_pending
 from tideline_core.store.turns import turn_windows
 from tideline_core.timeutil import utcnow
 
@@ -77,8 +77,8 @@ def _embed(
                 with db.write() as conn:
                     embedded += save_embeddings(conn, kind, rows, vectors, embedder.model)
             batches += 1
-    remaining = False
-    if batches >= max_batches:
-        with db.read() as conn:
-            remaining = any(pending_rows(conn, kind, agent_id=agent_id, limit=1) for kind in kinds)
+    # Rows another run claimed are its own; a row left unclaimed was passed over (the batch limit, or a
+    # lock held elsewhere as it was claimed) and needs another run, or it would wait for the reconciler.
+    with db.read() as conn:
+        remaining = any(unclaimed_pending(conn, kind, agent_id=agent_id, now=utcnow()) for kind in kinds)
     return EmbedReport(embedded=embedded, batches=batches, remaining=remaining)

@@ -36,6 +36,7 @@ from tideline_core.dream.plan import (
     Supersede,
 )
 from tideline_core.errors import InvalidInput
+from tideline_core.search import pg_keywords
 from tideline_core.store import fts
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.profiles import upsert_profile, upsert_self_concept, write_thread
@@ -408,6 +409,8 @@ def _delete_narrative(conn: Connection, narrative_id: int) -> None:
     conn.execute(delete(EmbeddingClusterMember).where(EmbeddingClusterMember.narrative_id == narrative_id))
     if conn.dialect.name == "sqlite":
         conn.execute(text(f"DELETE FROM {fts.TABLES['narrative']} WHERE rowid = :id"), {"id": narrative_id})
+    else:
+        pg_keywords.forget_narratives(conn, [narrative_id])
     conn.execute(delete(Narrative).where(Narrative.id == narrative_id))
 
 

@@ -122,6 +122,26 @@ def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]])
     _apply(conn, delta)
 
 
+def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
+    """Take indexed narratives out of the BM25 statistics, before they are deleted (a dream's undo)."""
+    if conn.dialect.name != "postgresql" or not ids:
+        return
+    found = conn.execute(
+        text(
+            "SELECT agent_id, tsvector_to_array(fts_kw) AS terms, fts_kw_len AS n FROM narratives "
+            "WHERE id = ANY(:ids) AND fts_kw IS NOT NULL"
+        ),
+        {"ids": list(ids)},
+    )
+    delta: Counter[tuple] = Counter()
+    for r in found:
+        delta[(r.agent_id, "narrative", "kw", TOTAL, "rows")] -= 1
+        delta[(r.agent_id, "narrative", "kw", TOTAL, "tokens")] -= int(r.n or 0)
+        for term in r.terms or ():
+            delta[(r.agent_id, "narrative", "kw", term, "rows")] -= 1
+    _apply(conn, delta)
+
+
 def _index_windows(conn: Connection, docs: dict[int, list[str]]) -> Counter[tuple]:
     """`fts_ctx` of the new turns (`docs`: their tokens), and of the turn after each when it came before them."""
     turns = conn.execute(

@@ -67,6 +67,19 @@ def claim_pending(
     return rows
 
 
+def unclaimed_pending(conn: Connection, kind: str, *, agent_id: str | None = None, now: datetime) -> bool:
+    """Whether a row of `kind` still waits for an embedding that no live claim holds (one a claim skipped because
+    another transaction had it locked: PostgreSQL's keyword indexing locks new rows for a moment)."""
+    table = _TABLE[kind]
+    held = select(EmbeddingClaim.row_id).where(
+        EmbeddingClaim.kind == kind, EmbeddingClaim.claimed_at > now - CLAIM_LEASE
+    )
+    query = select(table.id).where(table.embedding_state == "pending", table.id.not_in(held))
+    if agent_id is not None:
+        query = query.where(table.agent_id == agent_id)
+    return conn.execute(query.limit(1)).first() is not None
+
+
 def release_claims(conn: Connection, token: str) -> None:
     """Drop the claims of `token` (its run failed: the rows are free for a retry or another task)."""
     conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.token == token))
