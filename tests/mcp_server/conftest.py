@@ -1,4 +1,4 @@
-"""Fixtures for the MCP server tests: keyword-only settings on a fresh file, and a recording dispatcher."""
+"""Fixtures for the MCP server tests: keyword-only settings on a fresh store, and a recording dispatcher."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def dispatcher() -> RecordingJobQueue:
 
 
 @pytest.fixture
-def local_settings(tmp_path: Path) -> Settings:
-    """Keyword-only settings on a fresh SQLite file (semantic search has its own tests)."""
-    return Settings(home=tmp_path, agent="alice", embedder="none", redis_url="redis://127.0.0.1:1/0")
+def local_settings(tmp_path: Path, test_database_url: str | None) -> Settings:
+    """Keyword-only settings on a fresh store of the run's backend (semantic search has its own tests)."""
+    return Settings(
+        home=tmp_path, agent="alice", embedder="none", redis_url="redis://127.0.0.1:1/0", database_url=test_database_url
+    )

@@ -63,7 +63,10 @@ async def test_a_model_cache_that_cannot_be_written_leaves_search_keyword_only_a
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the model cache should be")
-    settings = local_settings.model_copy(update={"embedder": "local", "model_cache": blocker / "models"})
+    # A query waits long enough for the failing load to say why: on a busy machine its imports alone can take
+    # longer than the default timeout, and the answer is then, rightly, "still loading".
+    update = {"embedder": "local", "model_cache": blocker / "models", "query_embedding_timeout": 60.0}
+    settings = local_settings.model_copy(update=update)
     async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         written = await call(client, "memory_write", gesture="我们在湖边讨论了搬家的计划")
         found = await call(client, "memory_search", query="搬家", mode="hybrid")

@@ -16,7 +16,7 @@ from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 import mcp_server.app
 
-service = compose(Settings(home=sys.argv[1], embedder="none"), jobs=NullJobQueue())
+service = compose(Settings(home=sys.argv[1], embedder="none", database_url=sys.argv[2]), jobs=NullJobQueue())
 service.write_narrative("a", NarrativeIn(gesture="我们在公园里散步 and talked about the wedding"))
 service.record_turns("a", [ContextTurnIn(role="user", content="明天去公园吗？")])
 service.search("a", SearchIn(query="公园"))
@@ -25,8 +25,10 @@ print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in {"sklearn", "
 """
 
 
-def test_writing_and_searching_load_nothing_only_the_dream_worker_needs(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+def test_writing_and_searching_load_nothing_only_the_dream_worker_needs(tmp_path: Path, store_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path), store_url], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     loaded = done.stdout.split()
     assert "jieba" in loaded, "the probe did segment Chinese"

@@ -15,7 +15,7 @@ SUBCOMMANDS = ("up", "serve", "worker", "beat", "flower", "status", "search", "w
 
 
 @pytest.fixture
-def cli_env(tmp_path: Path, redis_url: str, redis_client: Any) -> dict[str, str]:
+def cli_env(tmp_path: Path, redis_url: str, redis_client: Any, test_database_url: str | None) -> dict[str, str]:
     redis_client.flushdb()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
     env.update(
@@ -26,7 +26,17 @@ def cli_env(tmp_path: Path, redis_url: str, redis_client: Any) -> dict[str, str]
             "TIDELINE_AGENT": "alice",
         }
     )
+    if test_database_url:
+        env["TIDELINE_DATABASE_URL"] = test_database_url
     return env
+
+
+def store_of(env: dict[str, str]) -> str:
+    from tideline_core.settings import Settings
+
+    return Settings(
+        home=Path(env["TIDELINE_HOME"]), database_url=env.get("TIDELINE_DATABASE_URL")
+    ).resolved_database_url
 
 
 def tideline(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -36,11 +46,10 @@ def tideline(env: dict[str, str], *args: str, stdin: str | None = None) -> subpr
 
 
 def narratives_stored(env: dict[str, str]) -> int:
-    from tideline_core.settings import Settings
     from tideline_core.store.database import Database
     from tideline_core.store.status import counts
 
-    db = Database.open(Settings(home=Path(env["TIDELINE_HOME"])).resolved_database_url)
+    db = Database.open(store_of(env))
     with db.read() as conn:
         stored = counts(conn, env["TIDELINE_AGENT"]).narratives
     db.close()
@@ -114,10 +123,9 @@ def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp
 def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> None:
     from tideline_core.dream.registry import Stage, StageContext, StageOutput
     from tideline_core.dream.runs import fail_run, run_stage, start_run
-    from tideline_core.settings import Settings
     from tideline_core.store.database import Database
 
-    db = Database.open(Settings(home=Path(cli_env["TIDELINE_HOME"])).resolved_database_url)
+    db = Database.open(store_of(cli_env))
     refresh = Stage("refresh", "refresh", lambda ctx, agent: StageOutput({"changed": 3}))
     run_stage(StageContext(db=db, embedder=None), refresh, "alice", "2026-11-29", {})
     with db.write() as conn:

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import create_engine, text
 
-from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.search.bm25 import analyze
@@ -101,7 +100,7 @@ def counts(url: str) -> dict[str, int]:
         engine.dispose()
 
 
-def test_a_copy_moves_every_table_with_its_vectors_and_verifies_it(tmp_path: Path, pgvector_url: str) -> None:  # noqa: F811
+def test_a_copy_moves_every_table_with_its_vectors_and_verifies_it(tmp_path: Path, pgvector_url: str) -> None:
     source = source_store(tmp_path)
     code, out, err = finished(tideline(tmp_path, "db", "copy", "--from", source, "--to", pgvector_url, "--batch", "7"))
     assert code == 0, err
@@ -125,7 +124,7 @@ def test_a_copy_moves_every_table_with_its_vectors_and_verifies_it(tmp_path: Pat
         target.close()
 
 
-def test_a_copy_killed_midway_resumes_where_it_stopped(tmp_path: Path, pgvector_url: str) -> None:  # noqa: F811
+def test_a_copy_killed_midway_resumes_where_it_stopped(tmp_path: Path, pgvector_url: str) -> None:
     source = source_store(tmp_path, turns=4000, narratives=5, embed=False)
     first = tideline(tmp_path, "db", "copy", "--from", source, "--to", pgvector_url, "--batch", "20")
     engine = create_engine(pgvector_url)
@@ -155,7 +154,7 @@ def test_a_copy_killed_midway_resumes_where_it_stopped(tmp_path: Path, pgvector_
     assert counts(pgvector_url) == counts(source)
 
 
-def test_upgrade_indexes_rows_written_before_it_for_keyword_search(tmp_path: Path, pgvector_url: str) -> None:  # noqa: F811
+def test_upgrade_indexes_rows_written_before_it_for_keyword_search(tmp_path: Path, pgvector_url: str) -> None:
     db = Database.open(pgvector_url)
     try:
         with db.write() as conn:
@@ -171,7 +170,7 @@ def test_upgrade_indexes_rows_written_before_it_for_keyword_search(tmp_path: Pat
     assert code == 0 and "; 0 rows indexed" in out
 
 
-def test_bad_arguments_are_refused_by_name_and_nothing_is_written(tmp_path: Path, pgvector_url: str) -> None:  # noqa: F811
+def test_bad_arguments_are_refused_by_name_and_nothing_is_written(tmp_path: Path, pgvector_url: str) -> None:
     code, _, err = finished(
         tideline(tmp_path, "db", "copy", "--from", f"sqlite:///{tmp_path / 'missing.db'}", "--to", pgvector_url)
     )

@@ -87,9 +87,9 @@ def test_status_leaves_the_beat_out_when_the_broker_is_unreachable(
     assert report["queues"] is None and report["beat"] is None
 
 
-def test_status_never_prints_the_database_password(env: dict[str, str], postgres_url: str) -> None:
+def test_status_never_prints_the_database_password(env: dict[str, str], pgvector_url: str) -> None:
     # The test server trusts local connections: a password in the URL is accepted and ignored.
-    env["TIDELINE_DATABASE_URL"] = make_url(postgres_url).set(password="hunter2-secret").render_as_string(False)
+    env["TIDELINE_DATABASE_URL"] = make_url(pgvector_url).set(password="hunter2-secret").render_as_string(False)
     shown, text = tideline(env, "status", "--json"), tideline(env, "status")
     assert shown.returncode == 0 and text.returncode == 0, shown.stderr + text.stderr
     assert "hunter2-secret" not in shown.stdout + text.stdout

@@ -45,13 +45,9 @@ class CountingEmbedder:
         return self.passages(texts)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/memory.db"
-    else:
-        url = str(request.getfixturevalue("postgres_url"))
-    database = Database.open(url)
+@pytest.fixture
+def db(store_url: str) -> Iterator[Database]:
+    database = Database.open(store_url)
     yield database
     database.close()
 
@@ -121,3 +117,18 @@ def test_claims_are_per_agent(db: Database) -> None:
     assert {r.agent_id for r in mine} == {"alice"}
     report = embed_pending(db, CountingEmbedder(), agent_id="bob", batch_size=8)
     assert report.embedded == 2
+
+
+def test_a_row_another_transaction_held_locked_is_reported_as_still_to_embed(db: Database) -> None:
+    [held, _free] = write_narratives(db, "alice", 2)
+    if db.dialect != "postgresql":
+        pytest.skip("SQLite serializes writers: no claim passes over a locked row")
+    with db.engine.connect() as other:  # what PostgreSQL's keyword catch-up does to new rows for a moment
+        other.execute(select(Narrative.id).where(Narrative.id == held).with_for_update())
+        report = embed_pending(db, CountingEmbedder(delay=0), agent_id="alice")
+        other.rollback()
+    assert report.embedded == 1 and report.remaining  # so the caller queues another run instead of leaving it
+    again = embed_pending(db, CountingEmbedder(delay=0), agent_id="alice")
+    assert again.embedded == 1 and not again.remaining
+    with db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(Embedding).where(Embedding.row_id == held)).scalar() == 1

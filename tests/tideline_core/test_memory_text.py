@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -29,8 +28,8 @@ MEMORY = NarrativeIn(
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database.open(f"sqlite:///{tmp_path / 'memory.db'}")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database.open(store_url)
     yield database
     database.close()
 

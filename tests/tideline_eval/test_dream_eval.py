@@ -70,14 +70,26 @@ def conversation_file(folder: Path) -> Path:
 
 
 def test_dream_flag_solidifies_the_slice_and_reports_recall_without_and_with_extracts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, store_args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tideline_cli import evaluate
 
     figures_file = tmp_path / "figures.json"
     path = conversation_file(tmp_path)
     args = build_parser().parse_args(
-        ["eval", "locomo", str(path), "--dream", "--mode", "keyword", "--k", "1,5", "--json", str(figures_file)]
+        [
+            "eval",
+            "locomo",
+            str(path),
+            "--dream",
+            "--mode",
+            "keyword",
+            "--k",
+            "1,5",
+            "--json",
+            str(figures_file),
+            *store_args,
+        ]
     )
     settings = Settings(home=tmp_path / "home", embedder="none", llm_url=None, llm_model=None)
     assert evaluate.run(settings, args) == 0
@@ -132,7 +144,7 @@ def test_a_digest_hit_counts_for_its_session_but_not_for_the_evidence_turns_it_l
 
 
 def test_with_an_llm_configured_the_dream_solidifies_with_it_and_says_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, store_args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tideline_cli import evaluate
 
@@ -154,6 +166,7 @@ def test_with_an_llm_configured_the_dream_solidifies_with_it_and_says_so(
             "keyword",
             "--json",
             str(figures_file),
+            *store_args,
         ]
     )
     with ScriptedLLM() as llm:

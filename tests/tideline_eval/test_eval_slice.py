@@ -35,13 +35,13 @@ def first_sessions(conv: locomo.Conversation, max_turns: int) -> locomo.Conversa
     return dataclasses.replace(conv, turns=tuple(kept), questions=questions)
 
 
-def test_one_locomo_conversation_gets_sane_turn_recall(tmp_path: Path) -> None:
+def test_one_locomo_conversation_gets_sane_turn_recall(tmp_path: Path, store_url: str) -> None:
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo dev data not found at {LOCOMO} (see ../shared/eval/README.md); skipping the eval slice")
     conv = first_sessions(locomo.load(LOCOMO)[1], MAX_TURNS)
     assert len(conv.questions) >= 20, "the slice should hold enough questions to mean something"
     # The model cache comes from TIDELINE_MODEL_CACHE, which the test session points at its own directory.
-    settings = Settings(home=tmp_path, embedder="local", database_url=f"sqlite:///{tmp_path / 'eval.db'}")
+    settings = Settings(home=tmp_path, embedder="local", database_url=store_url)
     service = compose(settings, jobs=NullJobQueue())
     try:
         dia_of = runner.load_locomo(service, [conv])

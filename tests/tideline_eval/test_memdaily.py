@@ -140,7 +140,7 @@ def test_recall_over_chosen_questions_averages_only_those() -> None:
 
 
 def test_eval_memdaily_scores_the_unambiguous_questions_and_every_question_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, store_args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tideline_cli.main import main
 
@@ -148,7 +148,9 @@ def test_eval_memdaily_scores_the_unambiguous_questions_and_every_question_apart
     monkeypatch.setenv("TIDELINE_EMBEDDER", "none")
     folder = write_dir(tmp_path / "memdaily")
     out = tmp_path / "figures.json"
-    assert main(["eval", "memdaily", str(folder), "--mode", "keyword", "--k", "1,5", "--json", str(out)]) == 0
+    assert (
+        main(["eval", "memdaily", str(folder), "--mode", "keyword", "--k", "1,5", "--json", str(out), *store_args]) == 0
+    )
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert [f["file"] for f in figures["files"]] == ["01_simple_roles"] and not figures["held_out"]
     assert figures["files"][0] | {"turns": 8, "questions": 6, "unambiguous": 2} == figures["files"][0]
@@ -160,7 +162,7 @@ def test_eval_memdaily_scores_the_unambiguous_questions_and_every_question_apart
 
 
 def test_eval_memdaily_held_out_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, store_args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tideline_cli.main import main
 
@@ -168,6 +170,6 @@ def test_eval_memdaily_held_out_says_so(
     monkeypatch.setenv("TIDELINE_EMBEDDER", "none")
     folder = write_dir(tmp_path / "memdaily")
     (folder / "01_simple_events.json").write_text(json.dumps(TRAJECTORIES, ensure_ascii=False), encoding="utf-8")
-    assert main(["eval", "memdaily", str(folder), "--mode", "keyword", "--held-out"]) == 0
+    assert main(["eval", "memdaily", str(folder), "--mode", "keyword", "--held-out", *store_args]) == 0
     captured = capsys.readouterr()
     assert "HELD-OUT" in captured.err and "01_simple_events" in captured.out and "01_simple_roles" not in captured.out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from tideline_core.store.database import Database
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database.open(f"sqlite:///{tmp_path / 'memory.db'}")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database.open(store_url)
     yield database
     database.close()
 

@@ -64,10 +64,8 @@ def queue() -> Queue:
 
 
 @pytest.fixture
-def service(tmp_path: Path, queue: Queue, test_database_url: str | None) -> Iterator[Service]:
-    # A SQLite file, or PostgreSQL with TIDELINE_TEST_BACKEND=postgres.
-    url = test_database_url or f"sqlite:///{tmp_path / 'memory.db'}"
-    settings = Settings(home=tmp_path, embedder="none", database_url=url)
+def service(tmp_path: Path, queue: Queue, store_url: str) -> Iterator[Service]:
+    settings = Settings(home=tmp_path, embedder="none", database_url=store_url)
     built = compose(settings, jobs=queue, embedder=NoEmbedder())
     yield built
     built.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,8 +55,8 @@ class WordsEmbedder:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database.open(f"sqlite:///{tmp_path / 'search.db'}")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database.open(store_url)
     yield database
     database.close()
 

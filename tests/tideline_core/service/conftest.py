@@ -1,4 +1,4 @@
-"""The service over a fresh SQLite file, keyword-only, with a job queue that records what it is asked."""
+"""The service over a fresh store of the run's backend, keyword-only, with a job queue that records what it is asked."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def queue() -> FakeQueue:
 
 
 @pytest.fixture
-def service(tmp_path: Path, queue: FakeQueue) -> Iterator[Service]:
-    settings = Settings(home=tmp_path, embedder="none", database_url=f"sqlite:///{tmp_path / 'memory.db'}")
+def service(tmp_path: Path, store_url: str, queue: FakeQueue) -> Iterator[Service]:
+    settings = Settings(home=tmp_path, embedder="none", database_url=store_url)
     built = compose(settings, jobs=queue, embedder=NoEmbedder())
     queue.service = built
     yield built

@@ -254,14 +254,14 @@ def embedding_service(model_cache: Path) -> Iterator[str]:
 
 
 def test_each_turns_recall_finds_by_meaning_through_a_remote_embedding_service(
-    tmp_path: Path, queue: FakeQueue, embedding_service: str
+    tmp_path: Path, store_url: str, queue: FakeQueue, embedding_service: str
 ) -> None:
     settings = Settings(
         home=tmp_path,
         embedder="http",
         embedding_url=embedding_service,
         query_embedding_timeout=300.0,
-        database_url=f"sqlite:///{tmp_path / 'memory.db'}",
+        database_url=store_url,
     )
     service = compose(settings, jobs=queue)
     queue.service = service

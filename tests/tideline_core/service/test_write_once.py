@@ -16,10 +16,9 @@ from tideline_core.settings import Settings
 from tideline_core.store.schema import Narrative
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]:
-    url = None if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
-    built = compose(Settings(home=tmp_path, embedder="none", database_url=url), jobs=NullJobQueue())
+@pytest.fixture
+def service(tmp_path: Path, store_url: str) -> Iterator[Service]:
+    built = compose(Settings(home=tmp_path, embedder="none", database_url=store_url), jobs=NullJobQueue())
     yield built
     built.close()
 

@@ -1,8 +1,8 @@
 """A row whose transaction commits after a newer row's is still found by the in-memory indexes.
 
-On PostgreSQL this is real: two transactions, the older id committing last. SQLite serializes
-writers, so there the same visibility order is staged by taking a committed row away and putting
-it back under its own id.
+On PostgreSQL (without pgvector: with it, search reads the database's indexes, not these) this is
+real: two transactions, the older id committing last. SQLite serializes writers, so there the same
+visibility order is staged by taking a committed row away and putting it back under its own id.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def postgres_db(postgres_url: str) -> Iterator[Database]:
-    db = Database.open(postgres_url)
+def postgres_db(postgres_without_pgvector_url: str) -> Iterator[Database]:
+    db = Database.open(postgres_without_pgvector_url)
     yield db
     db.close()
 

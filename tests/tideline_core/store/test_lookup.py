@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ AT = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database.open(f"sqlite:///{tmp_path / 'lookup.db'}")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database.open(store_url)
     yield database
     database.close()
 
