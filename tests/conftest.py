@@ -64,13 +64,13 @@ import pytest
 import redis
 
 from tests.pgvector_server import (  # noqa: F401 - pgvector_url: a fixture
-    WHY,
     admin_url,
     copied_database,
     drop_database,
     fresh_database,
     pgvector_url,
     plain_admin_url,
+    required_admin_url,
 )
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -167,10 +167,7 @@ def postgres_without_pgvector_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pgvector_template() -> Iterator[str]:
     """A database on the pgvector server, migrated once per session: each test's store is a copy of it."""
-    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
-    admin = admin_url()
-    if admin is None:
-        pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    admin = required_admin_url()
     url = fresh_database(admin)
     try:
         Database.open(url).close()

@@ -92,23 +92,22 @@ def copied_database(admin: str, template: str) -> str:
 
     PostgreSQL copies the template's files: a migrated store in a fraction of the time migrating one takes.
     """
-    name = f"tideline_test_{uuid.uuid4().hex[:12]}"
-    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template).database}"'))
-    finally:
-        engine.dispose()
-    return make_url(admin).set(database=name).render_as_string(hide_password=False)
+    return create_database(admin, f"tideline_test_{uuid.uuid4().hex[:12]}", template=make_url(template).database)
+
+
+def required_admin_url() -> str:
+    """`admin_url()`, or the calling test (or fixture) skips, saying why there is none."""
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
+    admin = admin_url()
+    if admin is None:
+        pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    return admin
 
 
 @pytest.fixture
 def pgvector_url() -> Iterator[str]:
     """A fresh, empty database on a PostgreSQL with pgvector, dropped afterwards; skips without one."""
-    pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
-    admin = admin_url()
-    if admin is None:
-        pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    admin = required_admin_url()
     url = fresh_database(admin)
     try:
         yield url

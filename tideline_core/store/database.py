@@ -113,12 +113,14 @@ def newest_revision() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def create_database(server_url: str, name: str) -> str:
-    """Create the empty database `name` on the PostgreSQL server of `server_url` (any database there); its URL."""
+def create_database(server_url: str, name: str, *, template: str | None = None) -> str:
+    """Create the database `name` on the PostgreSQL server of `server_url` (any database there), empty or a copy of
+    the database `template` there (nobody may be connected to it); its URL."""
     admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    copy = f' TEMPLATE "{template}"' if template else ""
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}"{copy}'))
     finally:
         admin.dispose()
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)

@@ -6,7 +6,6 @@ tested is how the service combines the views, not the model.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,10 +14,10 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
+from tests import words_embedder
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.search import hybrid, vector_index
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
@@ -29,25 +28,18 @@ DIM = 256
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
-class WordsEmbedder:
-    """Hashed bag of analyzed words; records every passage it was asked to embed."""
+class WordsEmbedder(words_embedder.WordsEmbedder):
+    """Hashed bag of analyzed words (not pgvector's size: the in-memory index); records what it was asked."""
 
-    model = "test-words"
+    dim = DIM
 
     def __init__(self) -> None:
         self.seen: list[str] = []
         self.query_calls: list[list[str]] = []
 
-    def _one(self, text: str) -> np.ndarray:
-        v = np.zeros(DIM, dtype=np.float32)
-        for token in analyze(text):
-            v[zlib.crc32(token.encode()) % DIM] += 1.0
-        n = np.linalg.norm(v)
-        return v / n if n else v
-
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         self.seen.extend(texts)
-        return np.stack([self._one(t) for t in texts])
+        return super().passages(texts)
 
     def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
         self.query_calls.append(list(texts))

@@ -6,46 +6,24 @@ so rankings can be compared exactly with HybridSearch over the same rows in SQLi
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from sqlalchemy import text
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
+from tests.words_embedder import WordsEmbedder
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
 
-DIM = 384
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-class WordsEmbedder:
-    """Hashed bag of analyzed words, L2-normalized."""
-
-    model = "test-words"
-
-    def _one(self, text_: str) -> np.ndarray:
-        v = np.zeros(DIM, dtype=np.float32)
-        for token in analyze(text_):
-            v[zlib.crc32(token.encode()) % DIM] += 1.0
-        n = np.linalg.norm(v)
-        return v / n if n else v
-
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts])
-
-    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts])
 
 
 @pytest.fixture

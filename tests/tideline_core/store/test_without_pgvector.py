@@ -6,39 +6,16 @@ import logging
 import os
 import subprocess
 import sys
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from tests.words_embedder import WordsEmbedder
 from tideline_core.compose import compose
 from tideline_core.inputs import NarrativeIn, SearchIn
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
-
-DIM = 384
-
-
-class WordsEmbedder:
-    """Hashed bag of analyzed words, L2-normalized: dense search finds shared words."""
-
-    model = "test-words"
-
-    def _one(self, text_: str) -> np.ndarray:
-        v = np.zeros(DIM, dtype=np.float32)
-        for token in analyze(text_):
-            v[zlib.crc32(token.encode()) % DIM] += 1.0
-        return v / max(float(np.linalg.norm(v)), 1e-9)
-
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts])
-
-    def queries(self, texts: Sequence[str], *, timeout: float | None = None) -> np.ndarray:
-        return self.passages(texts)
 
 
 def test_search_falls_back_to_in_memory_indexes_and_finds_by_keyword_and_by_vector(
