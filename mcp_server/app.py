@@ -203,15 +203,17 @@ def _log_to_stderr(level: str) -> None:
     )
 
 
-def run(settings: Settings, transport: Literal["stdio", "http"] = "stdio") -> None:
-    """Serve until stopped: stdio for one local agent runtime, or streamable HTTP at http_host:http_port/mcp."""
+def run(settings: Settings, transport: Literal["stdio", "http"] = "stdio", *, embedder: Embedder | None = None) -> None:
+    """Serve until stopped: stdio for one local agent runtime, or streamable HTTP at http_host:http_port/mcp.
+
+    `embedder`: one already built (and loading); by default the one the settings name."""
     _log_to_stderr(settings.log_level)
     if transport == "stdio":
-        create_server(settings).run("stdio")
+        create_server(settings, embedder=embedder).run("stdio")
         return
     import uvicorn
 
-    app = http_app(settings)
+    app = http_app(settings, embedder=embedder)
     log.info("serving MCP on http://%s:%d/mcp", settings.http_host, settings.http_port)
     # log_config=None keeps uvicorn on our stderr logging (its default sends access logs to stdout).
     uvicorn.run(

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from tideline_cli import hook  # the standard library only: `tideline hook` must start fast
+from tideline_cli import hook, serve  # the standard library only: both must start fast
 
 EXIT_USAGE = 2
 
@@ -51,15 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
-    serve = sub.add_parser(
-        "serve",
-        help="run the MCP server (stdio by default, --http for streamable HTTP)",
-        description="Run the MCP server. stdio serves the local user; --http serves streamable HTTP "
-        "(bearer tokens from TIDELINE_HTTP_TOKENS are required off loopback).",
-    )
-    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    serve.add_argument("--host", help="HTTP bind address (default: TIDELINE_HTTP_HOST, 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="HTTP port (default: TIDELINE_HTTP_PORT, 8765)")
+    serve.add_parser(sub)
 
     worker = sub.add_parser(
         "worker",
@@ -192,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # runs on every prompt: answered before the store and the model are imported
         return hook.main(argv[1:])
+    if argv[:1] == ["serve"]:  # execs the server, which imports (and checks the settings) itself
+        return serve.main(argv[1:])
     import logging
 
     from pydantic import ValidationError
@@ -230,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = mcp_config.run
     elif args.command == "health":
         handler = health.run
-    elif args.command in ("up", "serve", "worker", "beat", "flower"):
+    elif args.command in ("up", "worker", "beat", "flower"):
         handler = getattr(processes, f"cmd_{args.command}")
     else:
         handler = getattr(commands, f"cmd_{args.command}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,6 @@ def cmd_up(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_cli.stack import run_stack
 
     return run_stack(settings)
-
-
-def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    """Become the MCP server process (`python -m mcp_server`): the CLI starts it, it shares none of its code."""
-    if args.host:
-        os.environ["TIDELINE_HTTP_HOST"] = args.host
-    if args.port:
-        os.environ["TIDELINE_HTTP_PORT"] = str(args.port)
-    # exec, not a child: the runtime's stdio pipes, the pid it watches and its signals stay the server's.
-    os.execv(sys.executable, [sys.executable, "-m", "mcp_server", "serve", *(["--http"] if args.http else [])])
 
 
 def _prepare_worker_side(settings: Settings) -> Any:
