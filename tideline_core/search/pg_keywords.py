@@ -33,6 +33,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -264,6 +265,46 @@ def statistics(conn: Connection, agent_id: str, kind: str, view: str, terms: Ite
     return {r.term: int(r.rows) for r in found}
 
 
+@dataclass(frozen=True)
+class ViewStats:
+    """What BM25 needs of one view besides the rows: its row count, token total and the query terms' row counts."""
+
+    rows: int
+    tokens: int
+    df: Mapping[str, int]
+
+
+def view_stats(
+    conn: Connection, agent_id: str, views: Iterable[tuple[str, str]], terms: Iterable[str]
+) -> dict[tuple[str, str], ViewStats]:
+    """`ViewStats` of each (kind, view) of the agent, for `terms`, in one read (a view without rows is left out)."""
+    wanted_views = set(views)
+    found = conn.execute(
+        text(
+            "SELECT kind, view, term, rows, tokens FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) "
+            "AND view = ANY(:views) AND term = ANY(:terms) AND rows > 0"
+        ),
+        {
+            "agent": agent_id,
+            "kinds": sorted({k for k, _ in wanted_views}),
+            "views": sorted({v for _, v in wanted_views}),
+            "terms": sorted({*terms, TOTAL}),
+        },
+    ).all()
+    df: dict[tuple[str, str], dict[str, int]] = {}
+    tokens: dict[tuple[str, str], int] = {}
+    for r in found:
+        if (r.kind, r.view) in wanted_views:
+            df.setdefault((r.kind, r.view), {})[r.term] = int(r.rows)
+            if r.term == TOTAL:
+                tokens[(r.kind, r.view)] = int(r.tokens)
+    return {
+        key: ViewStats(rows=counts[TOTAL], tokens=tokens[key], df=counts)
+        for key, counts in df.items()
+        if TOTAL in counts
+    }
+
+
 def search_view(
     conn: Connection,
     agent_id: str,
@@ -277,30 +318,27 @@ def search_view(
     *,
     extracts: bool = True,
     exact: bool | None = None,
+    stats: ViewStats | None = None,
 ) -> list[tuple[int, float]]:
     """Top-k (row id, BM25 score) of the agent's rows of `kind` in `view` ('kw' or 'kw_ctx'), best first, ties by id.
 
     `exact`: score every row holding a query term (default: only up to `EXACT_ROWS` rows a view; a
-    larger view scores the rows `candidate_query` finds).
+    larger view scores the rows `candidate_query` finds). `stats`: the view's `view_stats` for these
+    terms, when already read.
     """
     column, length = COLUMNS[view]
     wanted = {t: w for t, w in terms.items() if w > 0}
     if not wanted:
         return []
-    totals = conn.execute(
-        text(
-            "SELECT rows, tokens FROM fts_terms WHERE agent_id = :agent AND kind = :kind AND view = :view "
-            "AND term = :total"
-        ),
-        {"agent": agent_id, "kind": kind, "view": view, "total": TOTAL},
-    ).first()
-    if totals is None or not totals.rows:
+    if stats is None:
+        stats = view_stats(conn, agent_id, [(kind, view)], wanted).get((kind, view))
+    if stats is None or not stats.rows:
         return []
-    df = statistics(conn, agent_id, kind, view, wanted)
+    df = stats.df
     held = sorted((t for t in wanted if df.get(t)), key=lambda t: (df[t], t))
     if not held:
         return []
-    rows, avgdl = int(totals.rows), (totals.tokens / totals.rows if totals.tokens > 0 else 1.0)
+    rows, avgdl = stats.rows, (stats.tokens / stats.rows if stats.tokens > 0 else 1.0)
     exact = rows <= EXACT_ROWS if exact is None else exact
     lookup, capped = (" | ".join(quote(t) for t in held), False) if exact else candidate_query(held, df, rows)
     weights = [wanted[t] * _idf(df[t], rows) for t in held]

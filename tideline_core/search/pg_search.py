@@ -20,6 +20,7 @@ another size than `pg_vectors.DIM` have no HNSW copy: those are searched by the 
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, cast
 
@@ -38,6 +39,8 @@ from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
+
+KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 
 
 class PostgresSearch(HybridSearch):
@@ -88,31 +91,48 @@ class PostgresSearch(HybridSearch):
             )
 
     def _keyword_candidates(self, q: _Query, signals: Signals) -> None:
+        """Every keyword view scored at once, each on a connection of its own: the server's cores share the work."""
         agent_id, params = q.agent_id, q.params
+        views = [(kind, view) for kind in q.kinds for view in KEYWORD_VIEWS[kind]]
         with self.db.read() as conn:
-            for kind in q.kinds:
-                found_any = False
-                for view in ("kw", "kw_ctx") if kind == "context" else ("kw",):
-                    found = pg_keywords.search_view(
-                        conn,
-                        agent_id,
-                        kind,
-                        view,
-                        q.terms,
-                        KEYWORD_DEPTH,
-                        params.since,
-                        params.until,
-                        q.groups,
-                        extracts=self.extracts,
-                    )
-                    add_keyword_view(signals, kind, view, found)
-                    found_any = found_any or bool(found)
-                if found_any:
-                    continue
-                fts_terms = fallback_terms(params, q.lines)
-                if fts_terms:
+            stats = pg_keywords.view_stats(conn, agent_id, views, q.terms)
+        scored = [view for view in views if view in stats]
+
+        def score(kind_view: tuple[str, str]) -> list[tuple[int, float]]:
+            kind, view = kind_view
+            with self.db.read() as conn:
+                return pg_keywords.search_view(
+                    conn,
+                    agent_id,
+                    kind,
+                    view,
+                    q.terms,
+                    KEYWORD_DEPTH,
+                    params.since,
+                    params.until,
+                    q.groups,
+                    extracts=self.extracts,
+                    stats=stats[kind_view],
+                )
+
+        if len(scored) > 1:
+            with ThreadPoolExecutor(max_workers=len(scored) - 1, thread_name_prefix="tideline-kw") as pool:
+                later = [pool.submit(score, view) for view in scored[1:]]
+                first = score(scored[0])  # this thread scores one view meanwhile
+                results = dict(zip(scored, [first, *(f.result() for f in later)], strict=True))
+        else:
+            results = {view: score(view) for view in scored}
+        for kind in q.kinds:
+            found_any = False
+            for view in KEYWORD_VIEWS[kind]:
+                found = results.get((kind, view), [])
+                add_keyword_view(signals, kind, view, found)
+                found_any = found_any or bool(found)
+            fts_terms = fallback_terms(params, q.lines) if not found_any else []
+            if fts_terms:
+                with self.db.read() as conn:
                     hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
-                    signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
+                signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
     def _row_signals(
         self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals

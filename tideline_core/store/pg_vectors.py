@@ -190,9 +190,14 @@ def nearest(
         f"SELECT e.row_id AS id, 1 - {distance} AS cosine FROM embeddings e{join} "
         f"WHERE e.kind = '{kind}' AND e.view = '{view}' AND {' AND '.join(clauses)} ORDER BY {order} LIMIT :k"
     )
-    conn.execute(text(f"SET LOCAL hnsw.ef_search = {min(max(int(ef_search), k), 1000)}"))
-    conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-    conn.execute(text(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"))
+    # One round trip for the walk's three settings (each for this transaction only).
+    conn.execute(
+        text(
+            "SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.max_scan_tuples', :tuples, true)"
+        ),
+        {"ef": str(min(max(int(ef_search), k), 1000)), "tuples": str(MAX_SCAN_TUPLES)},
+    )
     found = [(int(r.id), float(r.cosine)) for r in conn.execute(text(sql), params)]
     # relaxed_order may hand rows back slightly out of order: the ranking is by cosine.
     return sorted(found, key=lambda hit: (-hit[1], hit[0]))

@@ -1,4 +1,4 @@
-"""PostgreSQL's keyword index past `EXACT_ROWS`: which rows a large view scores, and the odds it plans with."""
+"""PostgreSQL's keyword index: the statistics a query reads, which rows a large view scores, the odds it plans with."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
-from tideline_core.inputs import NarrativeIn, parse
+from tideline_core.inputs import ContextTurnIn, NarrativeIn, parse
 from tideline_core.search import pg_keywords
 from tideline_core.search.pg_keywords import at_least, candidate_query
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.turns import insert_turns
 
 
 @pytest.fixture
@@ -64,3 +65,26 @@ def test_an_old_row_holding_every_word_of_a_question_is_found_in_a_large_view(
         found = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3)
         exact = pg_keywords.search_view(conn, "alice", "narrative", "kw", dict.fromkeys(words, 1.0), 3, exact=True)
     assert found[0][0] == exact[0][0] == full
+
+
+def test_one_read_gives_every_views_row_count_token_total_and_the_terms_rows(pg: Database) -> None:
+    with pg.write() as conn:
+        insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha bravo"}))
+        insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha charlie delta"}))
+        insert_narrative(conn, "bob", parse(NarrativeIn, {"gesture": "alpha alpha alpha"}))
+        insert_turns(conn, "alice", [parse(ContextTurnIn, {"role": "user", "content": "bravo"})])
+        pg_keywords.catch_up(conn)
+    views = [("narrative", "kw"), ("context", "kw"), ("context", "kw_ctx"), ("narrative", "kw_ctx")]
+    with pg.read() as conn:
+        stats = pg_keywords.view_stats(conn, "alice", views, ["alpha", "bravo", "zulu"])
+    narratives = stats[("narrative", "kw")]
+    assert (narratives.rows, narratives.tokens) == (2, 5)
+    assert narratives.df == {"": 2, "alpha": 2, "bravo": 1}  # bob's rows and absent terms count for nothing
+    assert stats[("context", "kw")].df["bravo"] == 1
+    assert ("narrative", "kw_ctx") not in stats  # narratives have no window view
+    with pg.read() as conn:
+        read_alone = pg_keywords.search_view(conn, "alice", "narrative", "kw", {"alpha": 1.0, "bravo": 1.0}, 5)
+        given = pg_keywords.search_view(
+            conn, "alice", "narrative", "kw", {"alpha": 1.0, "bravo": 1.0}, 5, stats=narratives
+        )
+    assert read_alone == given and len(given) == 2
