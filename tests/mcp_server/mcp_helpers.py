@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,13 +47,6 @@ class RecordingJobQueue:
 
     def workers(self) -> dict[str, list[str]] | None:
         return self.live
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (for a server a test starts)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager

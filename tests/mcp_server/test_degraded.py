@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
@@ -11,16 +10,10 @@ from mcp import Client
 from mcp_helpers import RecordingJobQueue, call
 
 from mcp_server.app import create_server
+from tests.ports import free_port
 from tideline_core.settings import Settings
 
 pytestmark = pytest.mark.anyio
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, read, released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
@@ -30,7 +23,7 @@ async def test_search_falls_back_to_keywords_and_says_so_when_the_embedder_is_do
     settings = local_settings.model_copy(
         update={
             "embedder": "http",
-            "embedding_url": f"http://127.0.0.1:{closed_port()}/v1/embeddings",
+            "embedding_url": f"http://127.0.0.1:{free_port()}/v1/embeddings",
             "query_embedding_timeout": 1.0,
         }
     )
@@ -50,7 +43,7 @@ async def test_keyword_mode_never_asks_the_embedder_and_is_not_degraded(
     local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     settings = local_settings.model_copy(
-        update={"embedder": "http", "embedding_url": f"http://127.0.0.1:{closed_port()}/embed_batch"}
+        update={"embedder": "http", "embedding_url": f"http://127.0.0.1:{free_port()}/embed_batch"}
     )
     async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
         await call(client, "memory_write", gesture="a quiet morning")

@@ -8,8 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_helpers import RecordingJobQueue, free_port, serving
+from mcp_helpers import RecordingJobQueue, serving
 
+from tests.ports import free_port
 from tideline_core.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,9 +9,10 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import RecordingJobQueue, call, free_port, refused, serving
+from mcp_helpers import RecordingJobQueue, call, refused, serving
 
 from mcp_server.app import http_app
+from tests.ports import free_port
 from tideline_core.errors import ConfigurationError
 from tideline_core.settings import Settings
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +11,7 @@ from mcp import Client
 from mcp_helpers import call, row_count
 
 from mcp_server.app import create_server
+from tests.ports import free_port
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from workers.queues import TaskName
@@ -81,10 +81,7 @@ async def test_a_write_is_keyword_visible_at_once_then_embedded_by_the_worker_an
 async def test_a_write_while_the_broker_is_down_succeeds_fast_and_is_embedded_once_it_is_back(
     settings: Settings, database: Database, celery_app: Any, celery_worker: Any, wait_until: Callable[..., Any]
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead_port = probe.getsockname()[1]
-    cut_off = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{dead_port}/0"})
+    cut_off = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
     async with Client(create_server(cut_off), raise_exceptions=True) as client:
         started = time.monotonic()
         written = await call(client, "memory_write", gesture=CAT, tags=["home"])

@@ -10,14 +10,9 @@ from typing import Any
 import redis
 from cli_helpers import tideline
 
+from tests.ports import free_port
 from workers.beat import SingleBeatScheduler
 from workers.liveness import Heartbeat
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_nothing_listening_is_unhealthy_and_says_where_it_looked(env: dict[str, str]) -> None:

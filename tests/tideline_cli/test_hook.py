@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from tests.ports import free_port
 from tideline_cli import hook as thin
 from tideline_core import hooks as core
 from tideline_core.compose import compose
@@ -31,12 +31,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLAUDE_SESSION = "7f3c2a9e-4b1d-4e8a-9c2f-1a2b3c4d5e6f"
 # What only the full path needs: none of it may load when a server answers.
 HEAVY = ("sqlalchemy", "numpy", "onnxruntime", "tideline_core", "pydantic", "celery", "jieba")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def event(name: str, **changes: Any) -> dict[str, Any]:
