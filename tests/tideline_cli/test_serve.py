@@ -12,7 +12,8 @@ PROBE = """
 import os, sys
 def stop(path, args):
     print(" ".join(args[1:]))
-    print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in {"tideline_core", "mcp", "sqlalchemy", "numpy", "pydantic"})))
+    heavy = {"tideline_core", "mcp", "sqlalchemy", "numpy", "pydantic"}
+    print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
     sys.exit(0)
 os.execv = stop
 from tideline_cli.main import main
@@ -36,7 +37,7 @@ def test_serve_execs_the_server_before_importing_the_store_the_model_or_the_sdk(
         env={**os.environ, "TIDELINE_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
-    command, imported = (done.stdout.splitlines() + [""])[:2]
+    command, imported = [*done.stdout.splitlines(), ""][:2]
     assert command == "-m mcp_server serve --http"
     assert imported == ""
 
