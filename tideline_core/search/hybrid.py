@@ -303,6 +303,12 @@ class HybridSearch:
         p = q.params
         return self.index.search(q.agent_id, kind, vector, depth, p.since, p.until, view, q.snapshot.version)
 
+    def _walk(
+        self, q: _Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
+    ) -> list[list[tuple[int, float]]]:
+        """`_nearest` of each (kind, view) of `walks`, in their order (here one after the other)."""
+        return [self._nearest(q, kind, view, vector, depth) for kind, view in walks]
+
     def _dense_signals(self, q: _Query, texts: Sequence[str], out: _Semantic) -> None:
         """The query vector and the dense views' candidates, into `out` (an error is kept for the caller)."""
         try:
@@ -310,14 +316,15 @@ class HybridSearch:
             if out.vector is None:
                 return
             depth = max(DENSE_DEPTH, q.params.limit)
-            for kind in q.kinds:
-                for view, name in (("base", "dense"), ("ctx", "ctx")):
-                    if name == "ctx" and kind != "context":
-                        continue
-                    found = self._nearest(q, kind, view, out.vector, depth)
-                    out.signals.setdefault(name, {}).update({(kind, i): s for i, s in found})
-                    if kind != "context":  # see signals.add_keyword_view: a memory is its own context
-                        out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
+            walks = [
+                (kind, view) for kind in q.kinds for view in ("base", "ctx") if view == "base" or kind == "context"
+            ]
+            for (kind, view), found in zip(walks, self._walk(q, walks, out.vector, depth), strict=True):
+                out.signals.setdefault("dense" if view == "base" else "ctx", {}).update(
+                    {(kind, i): s for i, s in found}
+                )
+                if kind != "context":  # see signals.add_keyword_view: a memory is its own context
+                    out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
         except Exception as exc:  # handed over whole: the searching thread raises it as its own
             out.error = exc
 

@@ -19,10 +19,10 @@ another size than `pg_vectors.DIM` have no HNSW copy: those are searched by the 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -41,6 +41,8 @@ from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
 
 class PostgresSearch(HybridSearch):
@@ -90,6 +92,12 @@ class PostgresSearch(HybridSearch):
                 ef_search=self.ef_search,
             )
 
+    def _walk(
+        self, q: _Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
+    ) -> list[list[tuple[int, float]]]:
+        """The HNSW walks side by side, each on a connection of its own."""
+        return side_by_side(lambda walk: self._nearest(q, walk[0], walk[1], vector, depth), walks)
+
     def _keyword_candidates(self, q: _Query, signals: Signals) -> None:
         """Every keyword view scored at once, each on a connection of its own: the server's cores share the work."""
         agent_id, params = q.agent_id, q.params
@@ -115,13 +123,7 @@ class PostgresSearch(HybridSearch):
                     stats=stats[kind_view],
                 )
 
-        if len(scored) > 1:
-            with ThreadPoolExecutor(max_workers=len(scored) - 1, thread_name_prefix="tideline-kw") as pool:
-                later = [pool.submit(score, view) for view in scored[1:]]
-                first = score(scored[0])  # this thread scores one view meanwhile
-                results = dict(zip(scored, [first, *(f.result() for f in later)], strict=True))
-        else:
-            results = {view: score(view) for view in scored}
+        results = dict(zip(scored, side_by_side(score, scored), strict=True))
         for kind in q.kinds:
             found_any = False
             for view in KEYWORD_VIEWS[kind]:
@@ -146,8 +148,9 @@ class PostgresSearch(HybridSearch):
         if not windows and not named:
             return
         with self.db.read() as conn:
-            times = _times(conn, q.agent_id, signals) if windows else {}
-            spoken = _spoken_by(conn, q.agent_id, signals, named) if named else {}
+            candidates = _candidate_ids(signals)
+            times = _times(conn, q.agent_id, candidates) if windows else {}
+            spoken = _spoken_by(conn, q.agent_id, candidates["context"], named) if named else {}
         if windows:
             time_signal(windows, times, signals)
         if named:
@@ -164,6 +167,20 @@ class PostgresSearch(HybridSearch):
     def _adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
         with self.db.read() as conn:
             return _adjacent(conn, agent_id, turn_ids)
+
+
+def side_by_side(call: Callable[[_Item], _Result], items: Sequence[_Item]) -> list[_Result]:
+    """`call` of each item, in their order: all but the first on threads of their own, the first on this one.
+
+    Each call here is a statement PostgreSQL runs while the thread waits: a search's several index
+    lookups then take about as long as its slowest one instead of their sum, as the cores allow.
+    """
+    if len(items) < 2:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items) - 1, thread_name_prefix="tideline-pg") as pool:
+        later = [pool.submit(call, item) for item in items[1:]]
+        first = call(items[0])
+        return [first, *(future.result() for future in later)]
 
 
 class _JoinReader:
@@ -209,16 +226,20 @@ class _JoinReader:
         return self.sessions[anchor]
 
 
-def _candidate_ids(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
-    keys = cast(set[Key], {key for values in signals.values() for key in values})
-    return sorted(i for k, i in keys if k == kind)
+def _candidate_ids(signals: Mapping[str, Mapping[Hashable, float]]) -> dict[str, list[int]]:
+    """Every candidate's id, by kind, in id order."""
+    ids: dict[str, set[int]] = {"narrative": set(), "context": set()}
+    for values in signals.values():
+        for kind, row_id in cast(Collection[Key], values):
+            ids.setdefault(kind, set()).add(row_id)
+    return {kind: sorted(found) for kind, found in ids.items()}
 
 
-def _times(conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashable, float]]) -> dict[Key, datetime]:
+def _times(conn: Connection, agent_id: str, candidates: Mapping[str, Sequence[int]]) -> dict[Key, datetime]:
     """When each candidate row happened."""
     times: dict[Key, datetime] = {}
     for kind, table, stamp in (("narrative", "narratives", "occurred_at"), ("context", "context_turns", "created_at")):
-        ids = _candidate_ids(signals, kind)
+        ids = candidates[kind]
         if ids:
             found = conn.execute(
                 text(f"SELECT id, {stamp} AS at FROM {table} WHERE agent_id = :agent AND id = ANY(:ids)"),
@@ -228,11 +249,8 @@ def _times(conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashab
     return times
 
 
-def _spoken_by(
-    conn: Connection, agent_id: str, signals: Mapping[str, Mapping[Hashable, float]], named: Collection[str]
-) -> dict[int, str]:
-    """Who spoke each candidate turn that one of the `named` speakers spoke."""
-    ids = _candidate_ids(signals, "context")
+def _spoken_by(conn: Connection, agent_id: str, ids: Sequence[int], named: Collection[str]) -> dict[int, str]:
+    """Who spoke each of the candidate turns `ids` that one of the `named` speakers spoke."""
     if not ids:
         return {}
     found = conn.execute(
