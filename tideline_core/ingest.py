@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ def embed_pending(
     batch_size: int = 32,
     max_batches: int = 50,
     token: str | None = None,
+    budget_seconds: float | None = None,
 ) -> EmbedReport:
     """Embed rows still pending (oldest first), each batch claimed first so concurrent runs share the work.
 
@@ -37,10 +39,14 @@ def embed_pending(
     two vectors from one embedder call: 'base' (the turn) and 'ctx' (the turn with the two turns
     before it), saved together before the row is marked done. Saving is an upsert, so even two runs
     that embedded the same row leave one vector per view.
+
+    `budget_seconds`: no batch is claimed once this long has passed (a slow embedder), so a task
+    ends well inside its time limit rather than being cut off in the middle of a save; what is left
+    is reported as `remaining`.
     """
     run = token or uuid.uuid4().hex
     try:
-        return _embed(db, embedder, agent_id, kinds, batch_size, max_batches, run)
+        return _embed(db, embedder, agent_id, kinds, batch_size, max_batches, run, budget_seconds)
     except BaseException:
         with db.write() as conn:
             release_claims(conn, run)
@@ -55,10 +61,12 @@ def _embed(
     batch_size: int,
     max_batches: int,
     token: str,
+    budget_seconds: float | None,
 ) -> EmbedReport:
     embedded = batches = 0
+    started = time.monotonic()
     for kind in kinds:
-        while batches < max_batches:
+        while batches < max_batches and (budget_seconds is None or time.monotonic() - started < budget_seconds):
             with db.write() as conn:
                 rows = claim_pending(conn, kind, token=token, agent_id=agent_id, limit=batch_size, now=utcnow())
             if not rows:
@@ -77,8 +85,9 @@ def _embed(
                 with db.write() as conn:
                     embedded += save_embeddings(conn, kind, rows, vectors, embedder.model)
             batches += 1
-    # Rows another run claimed are its own; a row left unclaimed was passed over (the batch limit, or a
-    # lock held elsewhere as it was claimed) and needs another run, or it would wait for the reconciler.
+    # Rows another run claimed are its own; a row left unclaimed was passed over (the batch limit, the
+    # time budget, or a lock held elsewhere as it was claimed) and needs another run, or it would wait
+    # for the reconciler.
     with db.read() as conn:
         remaining = any(unclaimed_pending(conn, kind, agent_id=agent_id, now=utcnow()) for kind in kinds)
     return EmbedReport(embedded=embedded, batches=batches, remaining=remaining)

@@ -30,6 +30,12 @@ def time_limits(settings: Settings) -> tuple[int, int]:
     return hard, max(1, int(hard * 0.8))
 
 
+def ingest_time_limits(settings: Settings) -> tuple[int, int]:
+    """(hard, soft) limits of the ingest tasks: the tasks' own, and never past `INGEST_HARD_LIMIT`."""
+    hard = min(INGEST_HARD_LIMIT, time_limits(settings)[0])
+    return hard, max(1, int(hard * 0.8))
+
+
 def restore_interval(settings: Settings) -> int:
     """How often kombu sweeps unacked messages older than the visibility timeout back into their queue."""
     return max(1, min(10, settings.visibility_timeout_seconds // 10))
@@ -53,8 +59,8 @@ def create_app(settings: Settings) -> Celery:
     url = settings.resolved_redis_url
     app = Celery("tideline", broker=url, backend=url, include=TASK_MODULES, set_as_current=False)
     hard, soft = time_limits(settings)
-    ingest_hard = min(INGEST_HARD_LIMIT, hard)
-    ingest_limits = {"time_limit": ingest_hard, "soft_time_limit": max(1, int(ingest_hard * 0.8))}
+    ingest_hard, ingest_soft = ingest_time_limits(settings)
+    ingest_limits = {"time_limit": ingest_hard, "soft_time_limit": ingest_soft}
     app.conf.update(
         task_routes=ROUTES,
         task_default_queue=str(Queue.INGEST),

@@ -132,3 +132,16 @@ def test_a_row_another_transaction_held_locked_is_reported_as_still_to_embed(db:
     assert again.embedded == 1 and not again.remaining
     with db.read() as conn:
         assert conn.execute(select(func.count()).select_from(Embedding).where(Embedding.row_id == held)).scalar() == 1
+
+
+def test_a_run_out_of_time_claims_no_further_batch_and_reports_the_rest_as_still_to_embed(db: Database) -> None:
+    ids = write_narratives(db, "alice", 12)
+    slow = CountingEmbedder(delay=0.3)
+    report = embed_pending(db, slow, agent_id="alice", batch_size=2, max_batches=100, budget_seconds=0.5)
+    assert 1 <= report.batches < 6, "it stopped once the budget was spent, not when the rows ran out"
+    assert report.remaining
+    with db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(EmbeddingClaim)).scalar_one() == 0, "no claim is kept"
+
+    rest = embed_pending(db, CountingEmbedder(), agent_id="alice", batch_size=2, max_batches=100)
+    assert report.embedded + rest.embedded == len(ids) and not rest.remaining

@@ -36,11 +36,23 @@ class ReconcileReport:
 
 class PipelineOps(ServiceParts):
     def embed_pending(
-        self, agent_id: str | None, *, batch_size: int, max_batches: int, token: str | None = None
+        self,
+        agent_id: str | None,
+        *,
+        batch_size: int,
+        max_batches: int,
+        token: str | None = None,
+        budget_seconds: float | None = None,
     ) -> ingest.EmbedReport:
         """Embed the agent's pending rows (every agent's with None) in claimed batches; see `ingest.embed_pending`."""
         report = ingest.embed_pending(
-            self.db, self.embedder, agent_id=agent_id, batch_size=batch_size, max_batches=max_batches, token=token
+            self.db,
+            self.embedder,
+            agent_id=agent_id,
+            batch_size=batch_size,
+            max_batches=max_batches,
+            token=token,
+            budget_seconds=budget_seconds,
         )
         if report.remaining and agent_id is not None:
             # More than one task's share: the rest continues in a fresh task, far from any time limit.

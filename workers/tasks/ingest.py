@@ -12,7 +12,7 @@ from celery import Task, shared_task
 from tideline_core.errors import InvalidInput, TransientError
 from tideline_core.inputs import ContextTurnIn, parse
 from tideline_core.timeutil import parse_instant, utcnow
-from workers.app import give_back, time_limits
+from workers.app import give_back, ingest_time_limits, time_limits
 from workers.jobqueue import embed_mark
 from workers.liveness import sweep
 from workers.queues import TaskName
@@ -43,8 +43,15 @@ def embed_pending(self: Task, agent_id: str) -> dict[str, Any]:
     service = resources.service
     if not service.embeds:
         return {"embedded": 0, "skipped": "no embedder configured"}
+    # Half the soft limit: the batch under way when it runs out still ends well before the limit would cut
+    # it off in the middle of a save (the rest continues in a fresh task).
+    budget = ingest_time_limits(resources.settings)[1] / 2
     report = service.embed_pending(
-        agent_id, batch_size=resources.settings.embed_batch_size, max_batches=MAX_BATCHES, token=str(self.request.id)
+        agent_id,
+        batch_size=resources.settings.embed_batch_size,
+        max_batches=MAX_BATCHES,
+        token=str(self.request.id),
+        budget_seconds=budget,
     )
     return asdict(report)
 
