@@ -38,6 +38,10 @@ def _sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
 
 
+POOL_SIZE = 16  # PostgreSQL connections kept open per process: two searches at once, side by side
+POOL_OVERFLOW = 16  # more at a peak, closed as they come back
+
+
 def create_db_engine(url: str) -> Engine:
     """An Engine for `url`; SQLite files get WAL, a busy timeout and immediate write transactions; PostgreSQL
     plans every statement for its own parameters."""
@@ -58,7 +62,9 @@ def create_db_engine(url: str) -> Engine:
     # its tsquery (a few rows: the GIN index; thousands: another plan), and a generic plan of it took
     # ~100 ms where each query's own took ~10. Also what a transaction-mode connection pooler needs.
     args = {"prepare_threshold": None} if parsed.get_driver_name() == "psycopg" else {}
-    return create_engine(url, pool_pre_ping=True, connect_args=args)
+    # A search holds up to seven connections at once (its index lookups run side by side, `pg_search`):
+    # connections past the pool's size are closed on return, and opening one costs a server process.
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, connect_args=args)
 
 
 def migrate(engine: Engine) -> None:
