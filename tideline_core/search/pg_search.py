@@ -12,6 +12,10 @@ and neighbour spreading), with every candidate list read from the database at qu
 - ``join``: `joins.session_joins` over the anchors' terms and their sessions' turns, read for them;
 - ``neighbour``: the adjacent turns of the candidates that can still reach the top, read for them.
 
+The keyword views and the HNSW walks of one search run side by side, each on a connection of its own
+(`side_by_side`): their statements run in PostgreSQL while the threads wait, so a search takes about
+its slowest lookup rather than their sum, as far as the cores allow.
+
 A server process therefore holds no per-agent index and starts in the same time at any size; the
 query vectors of recent query texts are still remembered (`HybridSearch._query_vector`). Vectors of
 another size than `pg_vectors.DIM` have no HNSW copy: those are searched by the in-memory index.
