@@ -6,6 +6,7 @@ so rankings can be compared exactly with HybridSearch over the same rows in SQLi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ from tests.words_embedder import WordsEmbedder
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.search.hybrid import HybridSearch
-from tideline_core.search.pg_search import PostgresSearch
+from tideline_core.search.pg_search import PostgresSearch, side_by_side
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
@@ -209,3 +210,24 @@ def test_rankings_match_the_in_memory_search_over_the_same_rows(pg: Database, tm
         assert seen == {"kw", "kw_ctx", "dense", "ctx", "speaker", "time", "join", "neighbour"}
     finally:
         lite.close()
+
+
+def test_lookups_side_by_side_answer_in_the_order_asked_and_at_once() -> None:
+    barrier = threading.Barrier(3, timeout=10)
+
+    def lookup(name: str) -> str:
+        barrier.wait()  # returns only when all three run at the same time
+        return name.upper()
+
+    assert side_by_side(lookup, ["kw", "kw_ctx", "dense"]) == ["KW", "KW_CTX", "DENSE"]
+    assert side_by_side(lookup, []) == []
+
+
+def test_a_lookup_that_fails_side_by_side_fails_the_search() -> None:
+    def lookup(view: str) -> str:
+        if view == "broken":
+            raise ConnectionError("server closed the connection")
+        return view
+
+    with pytest.raises(ConnectionError, match="server closed"):
+        side_by_side(lookup, ["kw", "broken", "dense"])
