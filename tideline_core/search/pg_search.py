@@ -4,9 +4,10 @@
 and neighbour spreading), with every candidate list read from the database at query time:
 
 - ``kw`` / ``kw_ctx``: BM25 (the in-memory index's k1, b and word groups) over the `fts_kw` and
-  `fts_ctx` tsvectors (`pg_keywords`); rows written since the last query are indexed first
-  (`pg_keywords.catch_up`), so a write is found by the next query. When BM25 finds nothing, the
-  store's LIKE lookup answers (a single CJK character, part of an identifier), as on SQLite;
+  `fts_ctx` tsvectors (`pg_keywords`); rows written since the last query are indexed first (up to a
+  bound; the embed task indexes a larger backlog), so a write is found by the next query. When BM25
+  finds nothing, the store's LIKE lookup answers (a single CJK character, part of an identifier), as
+  on SQLite;
 - ``dense`` / ``ctx``: cosine through the HNSW index of each view (`store.pg_vectors`);
 - ``time`` / ``speaker``: from the candidates' times and speakers, read for them alone;
 - ``join``: `joins.session_joins` over the anchors' terms and their sessions' turns, read for them;
@@ -45,6 +46,7 @@ from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
+CATCH_UP_ROWS = 500  # rows a search indexes before it answers, at most (about a second's worth after a big import)
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
@@ -62,9 +64,13 @@ class PostgresSearch(HybridSearch):
         self.ef_search = ef_search
 
     def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
-        """Rows written since the last query indexed first, so a write is found by the next query."""
-        with self.db.write() as conn:
-            pg_keywords.catch_up(conn, agent_id)
+        """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
+        next query; the agent's embed task indexes the rest (after a large import)."""
+        with self.db.read() as conn:
+            waiting_rows = pg_keywords.has_unindexed(conn, agent_id)
+        if waiting_rows:
+            with self.db.write() as conn:
+                pg_keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
         with self.db.read() as conn:
             waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
             speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()

@@ -15,6 +15,7 @@ from tideline_core.attention import log_hits
 from tideline_core.dream.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
 from tideline_core.inputs import ContextTurnIn
+from tideline_core.search import pg_keywords
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import embeddings, events, turns
 from tideline_core.timeutil import utcnow
@@ -25,6 +26,10 @@ class ImportReport:
     import_id: str
     imported: int
     already_imported: bool
+
+
+KEYWORD_BATCH = 500  # rows indexed per committed transaction by an embed task
+KEYWORD_BATCHES = 10  # batches a task indexes at most (a few seconds); a fresh task goes on
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,9 @@ class PipelineOps(ServiceParts):
         token: str | None = None,
         budget_seconds: float | None = None,
     ) -> ingest.EmbedReport:
-        """Embed the agent's pending rows (every agent's with None) in claimed batches; see `ingest.embed_pending`."""
+        """Index the agent's rows no write indexed (PostgreSQL's keyword index: imports, dream stages), then embed its
+        pending rows (every agent's with None) in claimed batches; see `ingest.embed_pending`."""
+        indexed_all = self._index_keywords(agent_id)
         report = ingest.embed_pending(
             self.db,
             self.embedder,
@@ -54,10 +61,20 @@ class PipelineOps(ServiceParts):
             token=token,
             budget_seconds=budget_seconds,
         )
-        if report.remaining and agent_id is not None:
+        if (report.remaining or not indexed_all) and agent_id is not None:
             # More than one task's share: the rest continues in a fresh task, far from any time limit.
             self.jobs.embed(agent_id)
         return report
+
+    def _index_keywords(self, agent_id: str | None) -> bool:
+        """Whether every row waiting for the keyword index got indexed (at most `KEYWORD_BATCHES` batches a task)."""
+        if self.db.dialect != "postgresql":
+            return True
+        for _ in range(KEYWORD_BATCHES):  # committed batches: a backlog never holds its locks in one transaction
+            with self.db.write() as conn:
+                if not pg_keywords.catch_up(conn, agent_id, most=KEYWORD_BATCH):
+                    return True
+        return False
 
     def log_attention(self, agent_id: str, hits: Sequence[tuple[int, float | None]], source: str, at: datetime) -> int:
         """Record retrieval hits on the agent's own narratives; `at` (when they happened) keys a replay."""

@@ -16,10 +16,14 @@ from sqlalchemy import text
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
 from tests.words_embedder import WordsEmbedder
+from tideline_core.compose import compose
 from tideline_core.ingest import embed_pending
 from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
+from tideline_core.search import pg_search
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.pg_search import PostgresSearch, side_by_side
+from tideline_core.service import NullJobQueue
+from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
@@ -231,3 +235,30 @@ def test_a_lookup_that_fails_side_by_side_fails_the_search() -> None:
 
     with pytest.raises(ConnectionError, match="server closed"):
         side_by_side(lookup, ["kw", "broken", "dense"])
+
+
+def url_of(db: Database) -> str:
+    return db.engine.url.render_as_string(hide_password=False)
+
+
+def unindexed(db: Database) -> int:
+    with db.read() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM narratives WHERE fts_kw IS NULL")).scalar_one())
+
+
+def test_a_search_indexes_a_bounded_share_of_a_backlog_and_the_embed_task_indexes_the_rest(
+    pg: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pg.write() as conn:  # as an import or a dream stage writes them: past the service's write path
+        for i in range(10):
+            insert_narrative(conn, "alice", memory(f"garden note {i} about tomatoes"))
+    monkeypatch.setattr(pg_search, "CATCH_UP_ROWS", 4)
+    service = compose(
+        Settings(home=tmp_path, database_url=url_of(pg)), jobs=NullJobQueue(), embedder=WordsEmbedder(), database=pg
+    )
+    found = service.search("alice", parse(SearchIn, {"query": "tomatoes", "mode": "keyword", "limit": 10}))
+    assert len(found.hits) == 4 and unindexed(pg) == 6, "the search indexed four rows before it answered"
+    service.embed_pending("alice", batch_size=8, max_batches=10)
+    assert unindexed(pg) == 0
+    found = service.search("alice", parse(SearchIn, {"query": "tomatoes", "mode": "keyword", "limit": 10}))
+    assert len(found.hits) == 10
