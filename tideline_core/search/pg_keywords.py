@@ -272,15 +272,8 @@ def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) ->
 
 def statistics(conn: Connection, agent_id: str, kind: str, view: str, terms: Iterable[str]) -> dict[str, int]:
     """Rows holding each of `terms` in the agent's `view` of `kind` (absent: none), and under '' the view's rows."""
-    wanted = sorted({*terms, TOTAL})
-    found = conn.execute(
-        text(
-            "SELECT term, rows FROM fts_terms WHERE agent_id = :agent AND kind = :kind AND view = :view "
-            "AND term = ANY(:terms) AND rows > 0"
-        ),
-        {"agent": agent_id, "kind": kind, "view": view, "terms": wanted},
-    ).all()
-    return {r.term: int(r.rows) for r in found}
+    stats = view_stats(conn, agent_id, [(kind, view)], terms).get((kind, view))
+    return dict(stats.df) if stats is not None else {}
 
 
 @dataclass(frozen=True)
