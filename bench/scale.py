@@ -16,6 +16,8 @@ case: the bench reports the recall of both kinds of query. Then:
 
 - search: `PostgresSearch` (hybrid, limit 10; a new query sentence each call, its real e5 pass);
 - per-turn block: `Service.prefetch` with a new query each call;
+- cost: CPU per hybrid search in PostgreSQL (its local processes, read from /proc) and in the searching
+  process; then each statement kind's mean time with the lookups run one after another;
 - HNSW recall@10 against an exact scan, narratives' base view: over e5 vectors of new query
   sentences (what a search asks), and over random unit vectors (the worst case);
 - a server process (`tideline serve --http`) on that database: seconds from start until it answers
@@ -23,7 +25,7 @@ case: the bench reports the recall of both kinds of query. Then:
 - ingest (once, on a fresh database): a backlog written through the service over 8 agents, then
   embedded by 1 and then 2 `tideline worker ingest --concurrency 1` processes against a stand-in
   HTTP embedding service on loopback (50 ms per request, as a remote model server takes), rows
-  per second from the workers' start to the last row embedded.
+  per second while the backlog goes from nine tenths to one tenth left (the steady rate).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import threading
@@ -49,7 +52,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import synthetic
 from harness import free_port, pct, sandbox, wait
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from tests.pgvector_server import admin_url, drop_database, fresh_database
@@ -65,7 +68,6 @@ from tideline_core.service import NullJobQueue
 from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
-from tideline_core.store.status import counts
 
 AGENT = "bench"
 EMBED_DELAY = 0.05  # seconds per request of the stand-in embedding service
@@ -95,6 +97,14 @@ def word_vectors(docs: list[list[str]], embedder: Any, seed: int) -> np.ndarray:
     return matrix
 
 
+def narrative_tokens(row: dict[str, Any]) -> list[str]:
+    """A synthetic narrative's keyword terms, as the search indexes them."""
+    fields = NarrativeFields(
+        row["gesture"], row["context"], "", row["cognition_direction"], row["entities_role"], tuple(row["tags"])
+    )
+    return analyze(narrative_search_text(fields))
+
+
 def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, float]:
     """N narratives and N/10 turns with keyword columns, statistics and vectors, by COPY; HNSW built last."""
     started = time.monotonic()
@@ -120,10 +130,7 @@ def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, fl
         dbapi = raw.driver_connection
         narrative_rows, tag_rows = [], []
         for r in narratives:
-            fields = NarrativeFields(
-                r["gesture"], r["context"], "", r["cognition_direction"], r["entities_role"], tuple(r["tags"])
-            )
-            tokens = analyze(narrative_search_text(fields))
+            tokens = narrative_tokens(r)
             weight = scoring.weight(r["importance"], r["emotional"], r["recurrence"], r["unresolved"])
             narrative_rows.append(
                 (
@@ -312,8 +319,86 @@ def latency(url: str, n: int, rounds: int) -> dict[str, float]:
         service.close()
 
 
-def hnsw_recall(url: str, vectors: np.ndarray, ef_search: int, k: int = 10) -> tuple[float, float]:
-    """HNSW recall@k against an exact scan over the query `vectors`: (strict, ann-benchmarks').
+def _postgres_cpu() -> float | None:
+    """CPU seconds every local `postgres` process has used so far (None: the server is not on this machine)."""
+    total, seen, tick = 0.0, False, os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            name = fields[0].split("(", 1)[1]
+        except (OSError, IndexError):
+            continue  # a process that ended meanwhile
+        if name.startswith("postgres"):
+            seen = True
+            total += sum(int(x) for x in fields[1].split()[11:13]) / tick
+    return total if seen else None
+
+
+def _statement_kind(sql: str) -> str:
+    """A statement's kind for the cost table: which lookup of a search it is."""
+    flat = " ".join(sql.split())
+    if "set_config('hnsw" in flat:
+        return "HNSW settings"
+    if "<=>" in flat:
+        view = re.search(r"e\.kind = '(\w+)' AND e\.view = '(\w+)'", flat)
+        return f"HNSW walk, {view.group(1)}/{view.group(2)}" if view else "HNSW walk"
+    if "ts_filter" in flat:
+        table, column = re.search(r"FROM (\w+) b WHERE", flat), re.search(r"b\.(fts_\w+) @@", flat)
+        return f"keyword view, {table.group(1) if table else '?'}.{column.group(1) if column else '?'}"
+    return flat[:70]
+
+
+def cost(url: str, rounds: int) -> dict[str, Any]:
+    """What a hybrid search costs: CPU of PostgreSQL and of the searching process per search (lookups side by
+    side, as served), then each statement's mean time with the lookups run one after another (so a statement's
+    time is about its CPU in PostgreSQL plus a round trip)."""
+    from tideline_core.search import pg_search
+
+    service = compose(sandbox_settings(url), jobs=NullJobQueue())
+    searcher, statements = service.searcher, Counter[str]()
+    local = threading.local()
+    try:
+        for q in queries(10, 1):
+            searcher.search(AGENT, SearchIn(query=q))
+        pg_before, own_before = _postgres_cpu(), time.process_time()
+        for q in queries(rounds, 11):
+            searcher.search(AGENT, SearchIn(query=q, limit=10))
+        pg_after, own = _postgres_cpu(), (time.process_time() - own_before) / rounds
+        pg = None if pg_before is None or pg_after is None else (pg_after - pg_before) / rounds
+
+        def started(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            local.started = time.perf_counter()
+
+        def finished(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            statements[_statement_kind(statement)] += time.perf_counter() - local.started
+
+        event.listen(service.db.engine, "before_cursor_execute", started)
+        event.listen(service.db.engine, "after_cursor_execute", finished)
+        side_by_side = pg_search.side_by_side
+        pg_search.side_by_side = lambda call, items: [call(item) for item in items]  # type: ignore[assignment]
+        searcher._overlaps = lambda agent_id, kinds: False  # the model pass, then the walks, after the keyword views
+        try:
+            walls = []
+            for q in queries(rounds, 12):
+                begun = time.perf_counter()
+                searcher.search(AGENT, SearchIn(query=q, limit=10))
+                walls.append(time.perf_counter() - begun)
+        finally:
+            pg_search.side_by_side = side_by_side
+            del searcher._overlaps
+        return {
+            "postgres_ms": None if pg is None else pg * 1000,
+            "process_ms": own * 1000,
+            "one_after_another_ms": sum(walls) / rounds * 1000,
+            "statements_ms": {kind: seconds / rounds * 1000 for kind, seconds in statements.most_common()},
+        }
+    finally:
+        service.close()
+
+
+def hnsw_recall(url: str, vectors: np.ndarray, ef_search: int, k: int = 10) -> tuple[float, float, float, float]:
+    """HNSW recall@k against an exact scan over the query `vectors`: (strict, ann-benchmarks', the exact nearest
+    row's mean cosine, the mean cosine gap from the exact nearest to the exact k-th row).
 
     Strict: the share of the exact top-k ids the walk returns. ann-benchmarks' `knn` recall: the share of
     the walk's k rows whose cosine distance is within 1e-3 of the exact k-th distance; a row that ties the
@@ -321,6 +406,8 @@ def hnsw_recall(url: str, vectors: np.ndarray, ef_search: int, k: int = 10) -> t
     """
     db = Database.open(url, run_migrations=False)
     strict = close = 0
+    nearest: list[float] = []
+    gaps: list[float] = []
     try:
         for q in vectors:
             with db.read() as conn:
@@ -328,11 +415,13 @@ def hnsw_recall(url: str, vectors: np.ndarray, ef_search: int, k: int = 10) -> t
                 exact = pg_vectors.nearest(conn, AGENT, "narrative", "base", LOCAL_MODEL, q, k, exact=True)
             strict += len({i for i, _ in approx} & {i for i, _ in exact})
             if exact:
+                nearest.append(exact[0][1])
+                gaps.append(exact[0][1] - exact[-1][1])
                 worst = exact[-1][1] - 1e-3
                 close += sum(1 for _, cosine in approx if cosine >= worst)
     finally:
         db.close()
-    return strict / (len(vectors) * k), close / (len(vectors) * k)
+    return strict / (len(vectors) * k), close / (len(vectors) * k), float(np.mean(nearest)), float(np.mean(gaps))
 
 
 KEYWORD_SETS = (91, 92, 93)  # three question sets (seeds), 30 questions each: one set alone can flatter a rule
@@ -357,11 +446,18 @@ def keyword_recall(url: str, salt: int, count: int = 30, k: int = 10) -> float:
 
 
 def probes(embedder: Any, count: int = 100) -> dict[str, np.ndarray]:
-    """Recall probes: e5 query vectors of new sentences, and random unit vectors."""
+    """Recall probes: e5 query vectors of new sentences (what a search asks of these word-mean rows, from
+    outside their distribution), vectors made as the rows' are for new narratives (from inside it), and
+    random unit vectors (the worst case)."""
     rng = np.random.default_rng(99)
     random = rng.standard_normal((count, 384)).astype(np.float32)
     random /= np.linalg.norm(random, axis=1, keepdims=True)
-    return {"e5 queries": np.asarray(embedder.queries(queries(count, 90)), dtype=np.float32), "random": random}
+    fresh = [narrative_tokens(r) for r in synthetic.narratives(count, seed=90)]
+    return {
+        "e5 queries": np.asarray(embedder.queries(queries(count, 90)), dtype=np.float32),
+        "row-like": word_vectors(fresh, embedder, seed=90),
+        "random": random,
+    }
 
 
 def server_start(url: str) -> dict[str, float]:
@@ -408,7 +504,11 @@ def _rss_mib(pid: int) -> float:
 
 
 class _Embedder(BaseHTTPRequestHandler):
-    """bge-m3 style /embed_batch: a hashed bag of words per text, after EMBED_DELAY (the remote model's time)."""
+    """bge-m3 style /embed_batch: a hashed bag of words per text, after EMBED_DELAY (the remote model's time).
+
+    The vectors cost next to no CPU (words split on spaces, no jieba): a remote model runs on another
+    machine, and this stand-in shares the measured one's cores with the workers.
+    """
 
     def do_POST(self) -> None:
         texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
@@ -416,7 +516,7 @@ class _Embedder(BaseHTTPRequestHandler):
         vectors = []
         for t in texts:
             v = np.zeros(384, dtype=np.float32)
-            for token in analyze(t)[:64]:
+            for token in t.split()[:64]:
                 v[zlib.crc32(token.encode()) % 384] += 1.0
             vectors.append((v / max(float(np.linalg.norm(v)), 1e-9)).tolist())
         body = json.dumps({"embeddings": vectors}).encode()
@@ -454,9 +554,11 @@ def ingest(admin: str, workers: int, rows: int, embed_url: str) -> float:
             for i, item in enumerate(synthetic.narratives(rows, seed=7)):
                 service.write_narrative(f"{AGENT}{i % AGENTS}", NarrativeIn(gesture=item["gesture"]))
 
-            def embedded() -> bool:
+            def pending() -> int:
+                # One cheap statement a poll: the poll shares the cores with the workers it measures.
                 with service.db.read() as conn:
-                    return all(counts(conn, f"{AGENT}{a}").pending_narratives == 0 for a in range(AGENTS))
+                    query = "SELECT count(*) FROM narratives WHERE embedding_state = 'pending'"
+                    return int(conn.execute(text(query)).scalar_one())
 
             procs = [
                 subprocess.Popen(
@@ -479,9 +581,14 @@ def ingest(admin: str, workers: int, rows: int, embed_url: str) -> float:
             ]
             try:
                 wait(lambda: len(live_workers(box.redis)) >= workers, 90, "the workers to start")
-                started = time.monotonic()
-                wait(embedded, 900, "every row embedded")
-                return rows / (time.monotonic() - started)
+                # The steady rate: from a tenth of the backlog embedded to nine tenths (the workers' start
+                # and the last task finishing alone are left out of the clock).
+                wait(lambda: pending() <= rows * 0.9, 900, "a tenth of the rows embedded")
+                started, left = time.monotonic(), pending()
+                wait(lambda: pending() <= rows * 0.1, 900, "nine tenths of the rows embedded")
+                rate = (left - pending()) / (time.monotonic() - started)
+                wait(lambda: pending() == 0, 900, "every row embedded")
+                return rate
             finally:
                 for p in procs:
                     p.terminate()
@@ -536,12 +643,27 @@ def main() -> None:
             print(f"  hybrid search p50 / p95   {lat['search_p50']:.1f} / {lat['search_p95']:.1f} ms")
             print(f"  keyword search p50 / p95  {lat['keyword_p50']:.1f} / {lat['keyword_p95']:.1f} ms")
             print(f"  per-turn block p50 / p95  {lat['turn_p50']:.1f} / {lat['turn_p95']:.1f} ms", flush=True)
+            spent = cost(url, args.queries)
+            postgres = "n/a (not on this machine)" if spent["postgres_ms"] is None else f"{spent['postgres_ms']:.1f} ms"
+            print(
+                f"  CPU a hybrid search costs: PostgreSQL {postgres}, the searching process "
+                f"{spent['process_ms']:.1f} ms"
+            )
+            print(f"  the same search, lookups one after another: {spent['one_after_another_ms']:.1f} ms, of which")
+            listed = {kind: ms for kind, ms in spent["statements_ms"].items() if ms >= 1.0}
+            for kind, ms in listed.items():
+                print(f"    {ms:6.1f} ms  {kind}")
+            rest = sum(spent["statements_ms"].values()) - sum(listed.values())
+            print(f"    {rest:6.1f} ms  {len(spent['statements_ms']) - len(listed)} other statements, each under 1 ms")
+            own = spent["one_after_another_ms"] - sum(spent["statements_ms"].values())
+            print(f"    {own:6.1f} ms  the searching process between statements (the e5 pass, fusion)")
+            sys.stdout.flush()
             for name, vectors in probes(model).items():
                 for ef in (int(e) for e in args.ef_search.split(",")):
-                    strict, close = hnsw_recall(url, vectors, ef)
+                    strict, close, top, gap = hnsw_recall(url, vectors, ef)
                     print(
                         f"  HNSW recall@10 vs exact, {name:<10} ef_search {ef:>4}: ann-benchmarks (1e-3) {close:.3f}, "
-                        f"strict ids {strict:.3f}",
+                        f"strict ids {strict:.3f} (exact: nearest cosine {top:.3f}, 1st to 10th {gap:.4f})",
                         flush=True,
                     )
             recalls = " / ".join(f"{keyword_recall(url, salt):.3f}" for salt in KEYWORD_SETS)
