@@ -26,13 +26,16 @@ DETAIL_LIMIT = 2_000
 
 def time_limits(settings: Settings) -> tuple[int, int]:
     """(hard, soft) limits for every task: half the visibility timeout, so Redis never redelivers a live task."""
-    hard = max(2, settings.visibility_timeout_seconds // 2)
-    return hard, max(1, int(hard * 0.8))
+    return _with_soft(max(2, settings.visibility_timeout_seconds // 2))
 
 
 def ingest_time_limits(settings: Settings) -> tuple[int, int]:
     """(hard, soft) limits of the ingest tasks: the tasks' own, and never past `INGEST_HARD_LIMIT`."""
-    hard = min(INGEST_HARD_LIMIT, time_limits(settings)[0])
+    return _with_soft(min(INGEST_HARD_LIMIT, time_limits(settings)[0]))
+
+
+def _with_soft(hard: int) -> tuple[int, int]:
+    """A hard limit and its soft limit, which comes first so a task can end cleanly."""
     return hard, max(1, int(hard * 0.8))
 
 
