@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from tideline_core.embedding import normalize
 from tideline_core.errors import EmbedderUnavailable
@@ -81,6 +81,57 @@ def test_two_runs_at_once_embed_every_pending_row_exactly_once(db: Database) -> 
         assert conn.execute(select(func.count()).select_from(Embedding)).scalar_one() == len(ids)
         assert conn.execute(select(func.count()).where(Narrative.embedding_state == "pending")).scalar_one() == 0
         assert conn.execute(select(func.count()).select_from(EmbeddingClaim)).scalar_one() == 0, "claims cleared"
+
+
+def embed_at_once(db: Database, agent: str, runs: int, embedder: CountingEmbedder) -> list[BaseException]:
+    """`runs` embed runs for `agent` started together, with tiny batches → what each failed with."""
+    start = threading.Barrier(runs)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        start.wait()
+        try:
+            embed_pending(db, embedder, agent_id=agent, batch_size=1, max_batches=1_000)
+        except BaseException as exc:  # reported to the test: a failed run is one of the bugs it looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(runs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+@pytest.mark.parametrize("runs", [2, 4])
+def test_concurrent_runs_never_embed_a_row_twice_however_they_interleave(db: Database, runs: int) -> None:
+    # Many short rounds of one-row batches and no embedder delay: the claims of one run commit while another
+    # run's select is under way, the interleaving that once let two runs take the same rows.
+    for round_number in range(150):
+        agent = f"agent-{runs}-{round_number}"
+        ids = write_narratives(db, agent, 8)
+        embedder = CountingEmbedder(delay=0.0)
+
+        assert embed_at_once(db, agent, runs, embedder) == [], f"round {round_number}: no run failed"
+        assert sorted(embedder.texts) == sorted(set(embedder.texts)) and len(embedder.texts) == len(ids), (
+            f"round {round_number}: every row embedded exactly once"
+        )
+        with db.read() as conn:
+            saved = conn.execute(select(func.count()).where(Embedding.agent_id == agent)).scalar_one()
+            assert saved == len(ids), f"round {round_number}: one vector per row"
+
+
+def test_saving_a_row_again_replaces_its_vector_under_a_newer_id(db: Database) -> None:
+    [row] = write_narratives(db, "alice", 1)
+    embed_pending(db, CountingEmbedder(), agent_id="alice")
+    with db.read() as conn:
+        first = conn.execute(select(Embedding.id).where(Embedding.row_id == row)).scalar_one()
+    with db.write() as conn:
+        conn.execute(update(Narrative).where(Narrative.id == row).values(embedding_state="pending"))
+    embed_pending(db, CountingEmbedder(), agent_id="alice")
+    with db.read() as conn:
+        ids = conn.execute(select(Embedding.id).where(Embedding.row_id == row)).scalars().all()
+    assert len(ids) == 1 and ids[0] > first, "one vector, under an id a refreshing index reads as new"
 
 
 def test_a_run_that_fails_frees_its_rows_for_the_next_run_at_once(db: Database) -> None:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, literal, select, update
+from sqlalchemy import Connection, delete, func, insert, literal, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.memory_text import narrative_passage, turn_text
 from tideline_core.records import PendingRow
@@ -33,6 +35,7 @@ _TABLE: dict[str, type[Narrative] | type[ContextTurn]] = {"narrative": Narrative
 # A claim outlives any embed task (their hard limit is 300 s): a claim older than this was left by a
 # task that died, and its rows are free for the next one.
 CLAIM_LEASE = timedelta(minutes=6)
+_CLAIM_ATTEMPTS = 3
 
 
 def claim_pending(
@@ -40,8 +43,9 @@ def claim_pending(
 ) -> list[PendingRow]:
     """Claim up to `limit` rows still waiting for an embedding (oldest first) that no one else's live claim holds.
 
-    Call in a write transaction: on SQLite writers are serialized, on PostgreSQL the rows are locked
-    with SKIP LOCKED, so two tasks claiming at once get different rows. A claim of the same `token`
+    Call in a write transaction. On SQLite writers are serialized; on PostgreSQL the rows are locked with
+    SKIP LOCKED and each claim is taken by an upsert on its key, so two tasks claiming at once get
+    different rows whatever the interleaving. A claim of the same `token`
     is taken over: a redelivered task (same task id) picks up where its killed run left off. Returns
     each claimed row with the text the embedder should see.
     """
@@ -55,16 +59,35 @@ def claim_pending(
     query = query.order_by(table.id).limit(limit)
     if conn.dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True, of=table)
-    ids = [int(i) for i in conn.execute(query).scalars()]
-    if not ids:
-        return []
-    rows = _texts(conn, kind, ids)
-    conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.kind == kind, EmbeddingClaim.row_id.in_(ids)))
-    conn.execute(
-        insert(EmbeddingClaim),
-        [{"kind": kind, "row_id": r.id, "agent_id": r.agent_id, "token": token, "claimed_at": now} for r in rows],
+    # Candidates all taken by a claim the select could not yet see: a fresh select sees it and moves past.
+    for _ in range(_CLAIM_ATTEMPTS):
+        candidates = [int(i) for i in conn.execute(query).scalars()]
+        if not candidates:
+            return []
+        ids = _take_claims(conn, kind, candidates, token=token, now=now)
+        if ids:
+            return _texts(conn, kind, ids)
+    return []
+
+
+def _take_claims(conn: Connection, kind: str, ids: Sequence[int], *, token: str, now: datetime) -> list[int]:
+    """Claim those of `ids` that hold no other live claim, in one upsert on the claim's key → the ids taken.
+
+    The select that found `ids` cannot settle this on its own: on PostgreSQL its snapshot may predate
+    another run's committed claims while the rows it locks are already free again. The upsert waits for
+    any claim being written at the same moment and then sees it, so each row goes to exactly one run.
+    """
+    owners = dict(conn.execute(select(_TABLE[kind].id, _TABLE[kind].agent_id).where(_TABLE[kind].id.in_(ids))).all())
+    upsert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    statement = upsert(EmbeddingClaim).values(
+        [{"kind": kind, "row_id": i, "agent_id": owners[i], "token": token, "claimed_at": now} for i in ids]
     )
-    return rows
+    taken = statement.on_conflict_do_update(
+        index_elements=[EmbeddingClaim.kind, EmbeddingClaim.row_id],
+        set_={"token": statement.excluded.token, "claimed_at": statement.excluded.claimed_at},
+        where=or_(EmbeddingClaim.token == token, EmbeddingClaim.claimed_at <= now - CLAIM_LEASE),
+    ).returning(EmbeddingClaim.row_id)
+    return sorted(int(i) for i in conn.execute(taken).scalars())
 
 
 def unclaimed_pending(conn: Connection, kind: str, *, agent_id: str | None = None, now: datetime) -> bool:
@@ -154,7 +177,8 @@ def save_embeddings(
     view: str = "base",
     mark_done: bool = True,
 ) -> int:
-    """Store one `view` vector per row (replacing any older one) and mark the rows done. Idempotent.
+    """Store one `view` vector per row (replacing any older one: an upsert on its kind, row and view) and mark
+    the rows done. Idempotent.
 
     Pass `mark_done=False` for all but the last view saved in one transaction, so a row is done
     only once every view of it is stored.
@@ -165,9 +189,18 @@ def save_embeddings(
     if matrix.ndim != 2 or matrix.shape[0] != len(rows):
         raise ValueError(f"expected one vector per row ({len(rows)}), got an array of shape {matrix.shape}")
     ids = [r.id for r in rows]
-    conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.view == view, Embedding.row_id.in_(ids)))
+    postgres = conn.dialect.name == "postgresql"
+    fresh_ids: list[int | None] = [None] * len(rows)
+    if not postgres:
+        # SQLite serializes writers, so replacing in place cannot meet another save. Ids are given past the
+        # highest ever handed out: SQLite would reuse a deleted highest id, and in-memory indexes pick up
+        # re-embedded rows by `id > last seen`.
+        top = int(conn.execute(select(func.coalesce(func.max(Embedding.id), 0))).scalar_one())
+        fresh_ids = list(range(top + 1, top + 1 + len(rows)))
+        conn.execute(delete(Embedding).where(Embedding.kind == kind, Embedding.view == view, Embedding.row_id.in_(ids)))
     values = [
         {
+            **({} if fresh_ids[i] is None else {"id": fresh_ids[i]}),
             "kind": kind,
             "row_id": r.id,
             "agent_id": r.agent_id,
@@ -179,7 +212,21 @@ def save_embeddings(
         for i, r in enumerate(rows)
     ]
     if pg_vectors.enabled(conn):  # PostgreSQL with pgvector: the search copy of each vector goes in with it
-        pg_vectors.insert_rows(conn, values, matrix)
+        pg_vectors.upsert_rows(conn, values, matrix)
+    elif postgres:
+        statement = pg_insert(Embedding)
+        conn.execute(
+            statement.on_conflict_do_update(
+                constraint="uq_embeddings_kind_row_view",
+                # A fresh id: in-memory indexes pick up re-embedded rows by `id > last seen`.
+                set_={
+                    "id": func.nextval(func.pg_get_serial_sequence("embeddings", "id")),
+                    **{c: statement.excluded[c] for c in ("agent_id", "model", "dim", "vector")},
+                    "created_at": func.now(),
+                },
+            ),
+            values,
+        )
     else:
         conn.execute(insert(Embedding), values)
     if mark_done:

@@ -130,8 +130,9 @@ def backfill(conn: Connection, batch: int = 2000) -> int:
         last = rows[-1].id
 
 
-def insert_rows(conn: Connection, rows: Sequence[dict[str, object]], matrix: np.ndarray) -> None:
-    """Insert `embeddings` rows (the columns `save_embeddings` writes) with their `vec`, row i's vector `matrix[i]`."""
+def upsert_rows(conn: Connection, rows: Sequence[dict[str, object]], matrix: np.ndarray) -> None:
+    """Insert or replace `embeddings` rows (the columns `save_embeddings` writes, keyed by kind, row and view)
+    with their `vec`, row i's vector `matrix[i]`; a replaced row gets a fresh id, as a new one would."""
     with_vec = matrix.shape[1] == DIM
     if not with_vec and matrix.shape[1] not in _warned:
         _warned.add(matrix.shape[1])  # once per size and process: every batch would say it again
@@ -144,7 +145,11 @@ def insert_rows(conn: Connection, rows: Sequence[dict[str, object]], matrix: np.
     conn.execute(
         text(
             "INSERT INTO embeddings (kind, row_id, agent_id, model, dim, vector, view, created_at, vec) "
-            "VALUES (:kind, :row_id, :agent_id, :model, :dim, :vector, :view, now(), CAST(:vec AS halfvec))"
+            "VALUES (:kind, :row_id, :agent_id, :model, :dim, :vector, :view, now(), CAST(:vec AS halfvec)) "
+            "ON CONFLICT ON CONSTRAINT uq_embeddings_kind_row_view DO UPDATE SET "
+            "id = nextval(pg_get_serial_sequence('embeddings', 'id')), agent_id = EXCLUDED.agent_id, "
+            "model = EXCLUDED.model, dim = EXCLUDED.dim, vector = EXCLUDED.vector, created_at = now(), "
+            "vec = EXCLUDED.vec"
         ),
         [{**row, "vec": literal(matrix[i]) if with_vec else None} for i, row in enumerate(rows)],
     )
