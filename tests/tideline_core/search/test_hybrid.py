@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from tests import words_embedder
 from tideline_core.ingest import embed_pending
@@ -21,7 +21,7 @@ from tideline_core.search import hybrid, vector_index
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
-from tideline_core.store.schema import Embedding
+from tideline_core.store.schema import Embedding, Narrative
 from tideline_core.store.turns import insert_turns
 
 DIM = 256
@@ -360,7 +360,11 @@ def test_the_dreams_extracts_left_out_of_search_change_no_score_not_even_through
     with db.write() as conn:
         for day in range(45):
             said = "ridge hike, ridge hike" if day % 3 == 0 else "a swim in the lake"
-            insert_narrative(conn, "alice", NarrativeIn(gesture=f"digest {day}: {said}", narrative_type="digest"))
+            written = insert_narrative(
+                conn, "alice", NarrativeIn(gesture=f"digest {day}: {said}", narrative_type="digest")
+            )
+            # Written by the dream (its LLM, as `dream.changes` marks the rows): an extract, not the agent's own digest.
+            conn.execute(update(Narrative).where(Narrative.id == written.id).values(origin="llm"))
     embed_pending(db, embedder)
     after = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
     assert after == before, "the memories' index holds none of the digests, so the full-text fallback must not either"
