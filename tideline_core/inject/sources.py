@@ -131,13 +131,12 @@ def shown(conn: Connection, agent_id: str, session_id: str) -> set[tuple[str, in
     }
     amended: dict[int, datetime] = {}
     for chunk in chunks([row_id for kind, row_id in seen if kind == "narrative"]):
-        amended.update(
-            conn.execute(
-                select(Amendment.narrative_id, func.max(Amendment.created_at))
-                .where(Amendment.narrative_id.in_(chunk))
-                .group_by(Amendment.narrative_id)
-            ).tuples()
-        )
+        for narrative_id, latest in conn.execute(
+            select(Amendment.narrative_id, func.max(Amendment.created_at))
+            .where(Amendment.narrative_id.in_(chunk))
+            .group_by(Amendment.narrative_id)
+        ):
+            amended[int(narrative_id)] = latest
     return {
         (kind, row_id)
         for (kind, row_id), at in seen.items()
