@@ -41,6 +41,13 @@ class NarrativeWritten(Result):
     queued: bool = Field(description="whether the embedding job reached the queue now (if not, a reconciler retries)")
 
 
+class AmendmentNote(Result):
+    """An amendment: a note attached to a memory later, which corrects or completes it."""
+
+    note: str
+    at: datetime = Field(description="when it was attached")
+
+
 class Narrative(Result):
     """A narrative memory in full, as written, with what the system derived from it."""
 
@@ -63,6 +70,9 @@ class Narrative(Result):
     created_at: datetime = Field(description="when it was written")
     embedding_state: str = Field(description="pending until a worker has embedded it, then done")
     amendments: list[str] = Field(description="notes attached later with memory_amend, oldest first")
+    amended: AmendmentNote | None = Field(
+        default=None, description="the latest amendment: where it and the memory disagree, it is the correction"
+    )
 
 
 class Recall(Result):
@@ -82,7 +92,10 @@ class Hit(Result):
     kind: str = Field(description="narrative or context")
     id: int
     score: float = Field(description="fused rank score; only the order is meaningful")
-    text: str = Field(description="the narrative's gesture, or the turn's full content")
+    text: str = Field(
+        description="the narrative's gesture, or the turn's full content; followed, when the memory (or a memory "
+        "written from the turn) was amended, by the latest amendment: ' — amended YYYY-MM-DD: note'"
+    )
     occurred_at: datetime
     session_id: str = ""
     speaker: str = ""
@@ -95,6 +108,9 @@ class Hit(Result):
         "speaker (said by someone the query names), time (from around a date the query names), join (a turn of "
         "the same conversation as a top hit that holds one of the query's identifiers, sharing that hit's rarest "
         "other word), neighbour (lifted by an adjacent turn that matched)",
+    )
+    amended: AmendmentNote | None = Field(
+        default=None, description="the latest amendment shown at the end of text: it corrects what the text says"
     )
 
 

@@ -3,12 +3,18 @@
 Narrative views:
 
 - `narrative_search_text`: what keyword search matches (the BM25 index and the FTS5 index): every
-  text field, the tags and who did what.
+  text field, the tags, who did what, and every amendment (a correction is found by its words).
 - `narrative_passage`: what the embedder sees: the gesture first (it says what happened), then
-  its surroundings and the tags. Changing it changes every stored vector's meaning, so it is kept
-  stable; a new form would need the stored vectors re-embedded.
+  its latest amendments (what it turned out to be), its surroundings and the tags. Changing it
+  changes every stored vector's meaning, so it is kept stable (a memory without amendments reads as
+  it always did); a new form would need the stored vectors re-embedded.
 - `narrative_prose`: the narrative's own words, for topic keywords and cluster names (tags are
   the agent's labels, not the memory's vocabulary; `entities_role` is a role list).
+
+How a memory is shown with its correction (`amendment_mark`, `with_amendment`): its line, then its
+latest amendment marked " — amended YYYY-MM-DD: note", so the correction is read with, and after,
+what it corrects. Every place that shows a memory (search hits, recall, the injected blocks, the
+runtime provider, the hooks) renders it so; a cut keeps the mark and shortens the memory first.
 
 Turn views (a turn is stored with its speaker, the role when none was given):
 
@@ -24,9 +30,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tideline_core.records import AmendmentNote
+
 # The narrative columns whose text keyword search matches (tags live in their own table).
 NARRATIVE_SEARCH_COLUMNS = ("gesture", "context", "moment", "cognition_direction", "entities_role")
 WINDOW_TURNS = 2
+# The newest amendments the embedder sees, newest first: the model reads a few hundred tokens, and the
+# memory's own words must stay in them.
+PASSAGE_AMENDMENTS = 3
+AMENDED = " — amended "
+CUT = "…"
+MIN_SHOWN_CHARS = 8  # of a memory's line cut to make room for its amendment's mark
 
 
 class NarrativeText(Protocol):
@@ -67,12 +81,43 @@ def _joined(parts: Sequence[str], sep: str) -> str:
     return sep.join(part for part in parts if part)
 
 
-def narrative_search_text(n: NarrativeText) -> str:
-    return _joined([n.gesture, n.context, n.moment, n.cognition_direction, " ".join(n.tags), n.entities_role], " ")
+def narrative_search_text(n: NarrativeText, amendments: Sequence[str] = ()) -> str:
+    """`amendments`: the memory's notes, oldest first."""
+    fields = [n.gesture, n.context, n.moment, n.cognition_direction, " ".join(n.tags), n.entities_role]
+    return _joined([*fields, *amendments], " ")
 
 
-def narrative_passage(n: NarrativeText) -> str:
-    return _joined([n.gesture, n.context, n.cognition_direction, n.moment, " ".join(n.tags)], "\n")
+def narrative_passage(n: NarrativeText, amendments: Sequence[str] = ()) -> str:
+    """`amendments`: the memory's notes, oldest first (the newest `PASSAGE_AMENDMENTS` are embedded, newest first)."""
+    newest = list(amendments)[::-1][:PASSAGE_AMENDMENTS]
+    return _joined([n.gesture, *newest, n.context, n.cognition_direction, n.moment, " ".join(n.tags)], "\n")
+
+
+def amendment_mark(amended: AmendmentNote | None) -> str:
+    """What follows a memory's line when it was amended: " — amended 2026-11-30: the note" ('' when not)."""
+    if amended is None:
+        return ""
+    return f"{AMENDED}{amended.at:%Y-%m-%d}: {' '.join(amended.note.split())}"
+
+
+def with_amendment(text: str, amended: AmendmentNote | None, *, chars: int | None = None) -> str:
+    """A memory's line with its latest amendment marked after it; within `chars` characters when given (`cut`)."""
+    whole = text + amendment_mark(amended)
+    return whole if chars is None else cut(whole, amendment_mark(amended), chars)
+
+
+def cut(shown: str, mark: str, chars: int) -> str:
+    """`shown` (a line ending in its amendment `mark`, or '' for none) within `chars` characters.
+
+    The line before the mark is shortened first (ending in "…"); the whole mark is kept while at
+    least a few characters of the line fit beside it, and only then is the mark itself cut.
+    """
+    if len(shown) <= chars:
+        return shown
+    room = chars - len(mark) - len(CUT)
+    if mark and shown.endswith(mark) and room >= MIN_SHOWN_CHARS:
+        return shown[: len(shown) - len(mark)][:room].rstrip() + CUT + mark
+    return shown[: max(0, chars - len(CUT))].rstrip() + CUT
 
 
 def narrative_prose(n: NarrativeText) -> str:

@@ -8,6 +8,14 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class AmendmentNote:
+    """An amendment as it is shown: the note and when it was written."""
+
+    note: str
+    at: datetime
+
+
+@dataclass(frozen=True)
 class NarrativeRecord:
     id: int
     agent_id: str
@@ -28,7 +36,8 @@ class NarrativeRecord:
     occurred_at: datetime
     created_at: datetime
     embedding_state: str
-    amendments: tuple[str, ...] = ()
+    amendments: tuple[str, ...] = ()  # every note, oldest first
+    amended: AmendmentNote | None = None  # the latest one: it wins over what it corrects wherever the memory is shown
     origin: str = "agent"  # agent | llm | extractive
     superseded_by: int | None = None  # a dream merge kept this narrative (readable, left out of search)
 

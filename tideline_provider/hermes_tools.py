@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import NarrativeIn, SearchIn, parse
+from tideline_core.memory_text import amendment_mark, cut
 from tideline_provider.provider import TidelineProvider
 
 SEARCH = "tideline_search"
@@ -106,7 +107,7 @@ def _search(memory: TidelineProvider, args: dict[str, Any]) -> dict[str, Any]:
         {
             "kind": hit.kind,
             "id": hit.id,
-            "text": hit.text[:HIT_CHARS],
+            "text": cut(hit.text, amendment_mark(hit.amended), HIT_CHARS),
             **({"truncated": True} if len(hit.text) > HIT_CHARS else {}),
             "occurred_at": hit.occurred_at.isoformat(),
             "session_id": hit.session_id,

@@ -3,7 +3,9 @@
 The rule, the same for every tier: a tier lists its candidates most valuable first (each tier's
 module says by what). A candidate is taken whole if it fits in what is left of the tier's budget
 and of the block's; if it does not, it is cut at a sentence end (marked `…`) when a useful part
-of it fits; otherwise it is left out and the next, smaller one is tried. So the lowest-value items
+of it fits; otherwise it is left out and the next, smaller one is tried. A candidate's `tail` (a memory's
+amendment mark) is what a cut keeps: the text before it is shortened first, the mark only when
+even a few words of that text leave it no room. So the lowest-value items
 are the first to go. Tiers spend the block's budget in a fixed order: T0, T2, T2b, T3 at session
 start; T1, T4 per turn. A tier's heading is paid for out of its budget once it holds an item.
 """
@@ -29,6 +31,7 @@ class Candidate:
     text: str
     score: float
     reason: str
+    tail: str = ""  # the end of `text` a cut keeps whole while it can (`memory_text.amendment_mark`)
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,24 @@ def fit(candidates: Sequence[Candidate], *, heading: str, tier_budget: int, bloc
             continue
         if room - LINE < MIN_CLIPPED:
             continue
-        cut = clip(candidate.text, room - LINE)
+        cut = _cut(candidate.text, candidate.tail, room - LINE)
         tokens = estimate_tokens(cut) if cut is not None else 0
         if cut is not None and tokens >= MIN_CLIPPED:
             taken.append(_item(candidate, cut, tokens, clipped=True))
             room -= tokens + LINE
     return taken
+
+
+def _cut(text: str, tail: str, tokens: int) -> str | None:
+    """`text` within `tokens`, its `tail` kept: the text before the tail cut first (to no less than a few words)."""
+    if not tail or not text.endswith(tail):
+        return clip(text, tokens)
+    head = clip(text[: -len(tail)], max(MIN_CLIPPED, tokens - estimate_tokens(tail)))
+    if head is None:
+        return clip(text, tokens)
+    # An estimate of two texts joined is at most the two estimates summed: the joined text fits.
+    mark = clip(tail, tokens - estimate_tokens(head))
+    return head + mark if mark is not None else clip(text, tokens)
 
 
 def spent(heading: str, items: Sequence[Item]) -> int:

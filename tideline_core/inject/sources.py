@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tideline_core.dream.clusters.store import TopicSummary, read_topics
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.records import (
+    AmendmentNote,
     ContextTurnRecord,
     NarrativeRecord,
     ProfileRecord,
@@ -20,8 +21,9 @@ from tideline_core.records import (
     ThreadRecord,
 )
 from tideline_core.store import profiles
-from tideline_core.store.narratives import load_narratives
-from tideline_core.store.schema import ContextTurn, Injection, Narrative, NarrativeSource
+from tideline_core.store.lookup import chunks
+from tideline_core.store.narratives import load_narratives, turn_corrections
+from tideline_core.store.schema import Amendment, ContextTurn, Injection, Narrative, NarrativeSource
 from tideline_core.store.turns import load_turns
 
 MAX_BRIDGE_DAY_TURNS = 5_000  # turns of the most recent day looked at to choose the session
@@ -36,6 +38,7 @@ class SessionSources:
     recent: list[NarrativeRecord]  # T2's candidates
     day_turns: list[ContextTurnRecord]  # T2b: the turns of the most recent day with conversation
     linked_weight: dict[str, float]  # T2b: session → weight of the narratives linked to its turns that day
+    corrections: dict[int, AmendmentNote]  # T2b: turn → the latest amendment of a memory written from it
     topics: list[TopicSummary]
     profiles: list[ProfileRecord]
 
@@ -56,6 +59,7 @@ def session_sources(conn: Connection, agent_id: str, since: datetime, rules: Inj
         recent=_recent_heavy(conn, agent_id, since, rules),
         day_turns=day_turns,
         linked_weight=_linked_weight(conn, agent_id, day_turns),
+        corrections=turn_corrections(conn, agent_id, [t.id for t in day_turns]),
         topics=read_topics(conn, agent_id, limit=rules.t3_topics, sample=0),
         profiles=profiles.read_profiles(conn, agent_id, entity=None, kind=None, with_history=False),
     )
@@ -69,7 +73,9 @@ def _recent_heavy(conn: Connection, agent_id: str, since: datetime, rules: Injec
             Narrative.weight > rules.t2_min_weight,
             Narrative.occurred_at >= since,
             Narrative.superseded_by.is_(None),
-            Narrative.narrative_type.not_in(["dream", "digest"]),
+            Narrative.narrative_type != "dream",
+            # The dream's session digests retell a conversation; a digest the agent wrote is a memory like any other.
+            or_(Narrative.narrative_type != "digest", Narrative.origin == "agent"),
         )
         .order_by(Narrative.weight.desc(), Narrative.occurred_at.desc(), Narrative.id.desc())
         .limit(rules.t2_pool)
@@ -113,19 +119,36 @@ def _linked_weight(conn: Connection, agent_id: str, turns: list[ContextTurnRecor
 
 
 def shown(conn: Connection, agent_id: str, session_id: str) -> set[tuple[str, int]]:
-    """(kind, id) of every row this session was shown."""
-    rows = conn.execute(
-        select(Injection.kind, Injection.row_id).where(
-            Injection.agent_id == agent_id, Injection.session_id == session_id
+    """(kind, id) of every row this session was shown, but a memory amended since it was last shown: the session
+    has not seen the correction."""
+    seen = {
+        (kind, int(row_id)): at
+        for kind, row_id, at in conn.execute(
+            select(Injection.kind, Injection.row_id, Injection.injected_at).where(
+                Injection.agent_id == agent_id, Injection.session_id == session_id
+            )
         )
-    )
-    return {(kind, int(row_id)) for kind, row_id in rows}
+    }
+    amended: dict[int, datetime] = {}
+    for chunk in chunks([row_id for kind, row_id in seen if kind == "narrative"]):
+        for narrative_id, latest in conn.execute(
+            select(Amendment.narrative_id, func.max(Amendment.created_at))
+            .where(Amendment.narrative_id.in_(chunk))
+            .group_by(Amendment.narrative_id)
+        ):
+            amended[int(narrative_id)] = latest
+    return {
+        (kind, row_id)
+        for (kind, row_id), at in seen.items()
+        if kind != "narrative" or row_id not in amended or amended[row_id] <= at
+    }
 
 
 def remember_shown(
     conn: Connection, agent_id: str, session_id: str, items: Iterable[tuple[str, str, int]], now: datetime
 ) -> None:
-    """Remember (tier, kind, id) as shown to the session at `now` (a row shown before keeps its first record)."""
+    """Remember (tier, kind, id) as shown to the session at `now` (a row shown before keeps its first tier; when it
+    was last shown is `now`)."""
     first_tier: dict[tuple[str, int], str] = {}
     for tier, kind, row_id in items:
         first_tier.setdefault((kind, row_id), tier)
@@ -142,9 +165,13 @@ def remember_shown(
         }
         for (kind, row_id), tier in sorted(first_tier.items())
     ]
-    # Two server processes may show a session the same row at once: the second insert is a no-op.
+    # Two server processes may show a session the same row at once: the second insert only moves the time.
     statement = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Injection)
-    conn.execute(statement.on_conflict_do_nothing(), values)
+    keys = [Injection.agent_id, Injection.session_id, Injection.kind, Injection.row_id]
+    conn.execute(
+        statement.on_conflict_do_update(index_elements=keys, set_={"injected_at": statement.excluded.injected_at}),
+        values,
+    )
 
 
 def forget_shown(conn: Connection, now: datetime) -> int:

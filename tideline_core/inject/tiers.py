@@ -25,7 +25,9 @@ from datetime import datetime
 from tideline_core.dream.clusters.store import TopicSummary
 from tideline_core.inject.budget import Candidate
 from tideline_core.inject.tokens import MARK
+from tideline_core.memory_text import amendment_mark, with_amendment
 from tideline_core.records import (
+    AmendmentNote,
     ContextTurnRecord,
     NarrativeRecord,
     ProfileRecord,
@@ -102,10 +104,10 @@ def identity(
 
 
 def narrative_line(record: NarrativeRecord) -> str:
-    """A narrative as one line: when, what happened, and what made it stick or where it led."""
+    """A narrative as one line: when, what happened, what made it stick or where it led, and its latest amendment."""
     detail = record.moment or record.cognition_direction or record.context
     text = f"{day(record.occurred_at)} {record.gesture}"
-    return f"{text} — {detail}" if detail else text
+    return with_amendment(f"{text} — {detail}" if detail else text, record.amended)
 
 
 def prefetch_pool(narratives: Sequence[NarrativeRecord], since: datetime, rules: InjectRules) -> list[Candidate]:
@@ -121,7 +123,8 @@ def prefetch_pool(narratives: Sequence[NarrativeRecord], since: datetime, rules:
             continue
         seen_tags.update(record.tags)
         reason = f"weight {record.weight:.2f}, happened {day(record.occurred_at)}"
-        kept.append(Candidate("T2", "narrative", record.id, narrative_line(record), record.weight, reason))
+        line, mark = narrative_line(record), amendment_mark(record.amended)
+        kept.append(Candidate("T2", "narrative", record.id, line, record.weight, reason, tail=mark))
     return kept
 
 
@@ -139,9 +142,13 @@ def bridge_session(turns: Sequence[ContextTurnRecord], linked_weight: Mapping[st
 
 
 def bridge(
-    turns: Sequence[ContextTurnRecord], linked_weight: Mapping[str, float], rules: InjectRules
+    turns: Sequence[ContextTurnRecord],
+    linked_weight: Mapping[str, float],
+    rules: InjectRules,
+    corrections: Mapping[int, AmendmentNote] | None = None,
 ) -> tuple[str | None, list[Candidate]]:
-    """T2b: the chosen session and its latest turns, in spoken order, each cut to the character limit."""
+    """T2b: the chosen session and its latest turns, in spoken order, each cut to the character limit and followed
+    by the latest amendment of a memory written from it (`corrections`, by turn id)."""
     session = bridge_session(turns, linked_weight)
     if session is None:
         return None, []
@@ -158,7 +165,9 @@ def bridge(
         content = " ".join(turn.content.split())
         if len(content) > rules.t2b_chars:
             content = content[: rules.t2b_chars].rstrip() + MARK
-        out.append(Candidate("T2b", "turn", turn.id, f"{turn.speaker or turn.role}: {content}", 1.0, why))
+        corrected = (corrections or {}).get(turn.id)
+        line = with_amendment(f"{turn.speaker or turn.role}: {content}", corrected)
+        out.append(Candidate("T2b", "turn", turn.id, line, 1.0, why, tail=amendment_mark(corrected)))
     return session, out
 
 
@@ -190,7 +199,8 @@ def memory_map(
 
 
 def hit_line(hit: SearchHit) -> str:
-    """A search hit as one line: a turn with its session, date and speaker; a memory with its date."""
+    """A search hit as one line: a turn with its session, date and speaker; a memory with its date (its text ends in
+    its latest amendment, marked)."""
     when = day(hit.occurred_at) if hit.occurred_at else ""
     text = " ".join(hit.text.split())
     if hit.kind == "context":
@@ -216,7 +226,9 @@ def recall(
         kind = kind_of[hit.kind]
         if (kind, hit.id) in shown:
             continue
-        out.append(Candidate(tier, kind, hit.id, hit_line(hit), hit.score, why_hit(hit)))
+        out.append(
+            Candidate(tier, kind, hit.id, hit_line(hit), hit.score, why_hit(hit), tail=amendment_mark(hit.amended))
+        )
         if len(out) == rules.t1_limit:
             break
     return out

@@ -37,7 +37,8 @@ import numpy as np
 from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import ConversationLine, SearchIn
-from tideline_core.records import NarrativeRecord
+from tideline_core.memory_text import with_amendment
+from tideline_core.records import AmendmentNote, NarrativeRecord
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.joins import JoinRules
 from tideline_core.search.keyword_index import KeywordIndex
@@ -57,7 +58,8 @@ from tideline_core.store import fts
 from tideline_core.store.catchup import StoreVersion, high_water
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
-from tideline_core.store.narratives import load_narratives
+from tideline_core.store.narratives import load_narratives, turn_corrections
+from tideline_core.store.schema import is_extract as extract_row
 from tideline_core.store.turns import load_turns
 from tideline_core.timeutil import utcnow
 
@@ -87,6 +89,9 @@ TIME_LINES = 2  # the latest dialogue lines whose dates count
 
 @dataclass(frozen=True)
 class SearchHit:
+    """A row found: `text` is what is shown of it, a memory's gesture or a turn's content, with the latest
+    amendment of the memory (of a memory written from the turn) marked after it (`memory_text.with_amendment`)."""
+
     kind: str
     id: int
     score: float
@@ -98,6 +103,7 @@ class SearchHit:
     tags: tuple[str, ...] = ()
     signals: dict[str, float] = field(default_factory=dict)  # each signal's contribution to `score`
     similarity: float | None = None  # the row's own cosine to the query, when the dense view saw it
+    amended: AmendmentNote | None = None  # the latest amendment marked at the end of `text`
 
 
 @dataclass(frozen=True)
@@ -455,6 +461,7 @@ class HybridSearch:
         with self.db.read() as conn:
             narratives = load_narratives(conn, agent_id, narrative_ids)
             turns = load_turns(conn, agent_id, turn_ids)
+            corrected = turn_corrections(conn, agent_id, turn_ids)
         hits: list[SearchHit] = []
         for (kind, row_id), score in ranked:
             contributions = {name: round(value, 4) for name, value in parts.get((kind, row_id), {}).items()}
@@ -468,12 +475,13 @@ class HybridSearch:
                         "narrative",
                         n.id,
                         score,
-                        n.gesture,
+                        with_amendment(n.gesture, n.amended),
                         n.occurred_at,
                         weight=n.weight,
                         tags=n.tags,
                         signals=contributions,
                         similarity=cosine,
+                        amended=n.amended,
                     )
                 )
             elif kind == "context" and row_id in turns:
@@ -483,20 +491,21 @@ class HybridSearch:
                         "context",
                         t.id,
                         score,
-                        t.content,
+                        with_amendment(t.content, corrected.get(t.id)),
                         t.created_at,
                         session_id=t.session_id,
                         speaker=t.speaker,
                         signals=contributions,
                         similarity=cosine,
+                        amended=corrected.get(t.id),
                     )
                 )
         return hits
 
 
 def is_extract(n: NarrativeRecord) -> bool:
-    """A session digest or an extractive memory: text the dream took from the conversation itself."""
-    return n.narrative_type == "digest" or n.origin == "extractive"
+    """One of the dream's extracts (`store.schema.EXTRACT_SQL`): a digest it wrote, a memory it copied from a turn."""
+    return extract_row(n.narrative_type, n.origin)
 
 
 def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:

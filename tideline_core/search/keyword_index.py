@@ -2,7 +2,9 @@
 
 Rows are immutable once written, so each search first pulls only rows newer than the last one
 seen (a primary-key range scan), and older ones that were still in flight then (``IdCursor``): a
-write is keyword-searchable on the very next query, also when another process wrote it. Per
+write is keyword-searchable on the very next query, also when another process wrote it. A memory's
+text grows only by an amendment, itself a new row: the amendments are pulled the same way, and each
+memory they touch is indexed again with its whole text. Per
 context turn it also keeps what the ranking needs besides text: session order (for the previous
 turn and for neighbour spreading), speaker and time.
 
@@ -19,9 +21,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import literal, select
+from sqlalchemy import Connection, Row, Select, literal, select
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
@@ -29,7 +31,7 @@ from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
-from tideline_core.store.schema import ContextTurn, Narrative, NarrativeTag, extract_of
+from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
@@ -44,6 +46,7 @@ class _Shard:
     kw: BM25Index
     kw_ctx: BM25Index | None
     cursor: IdCursor = field(default_factory=IdCursor)  # which row ids are absorbed
+    amended: IdCursor = field(default_factory=IdCursor)  # which amendment ids are (narratives only)
     times: dict[int, float] = field(default_factory=dict)
     speaker: dict[int, str] = field(default_factory=dict)
     speaker_turns: dict[str, int] = field(default_factory=dict)
@@ -83,6 +86,47 @@ class _Shard:
         return tuple(order[j][1] for j in (pos - 1, pos + 1) if 0 <= j < len(order))
 
 
+def _narrative_columns(extracts: bool) -> Select[Any]:
+    """What the index reads of a narrative: its text columns, when it happened, and whether it is read past."""
+    return select(
+        Narrative.id,
+        Narrative.gesture,
+        Narrative.context,
+        Narrative.moment,
+        Narrative.cognition_direction,
+        Narrative.entities_role,
+        Narrative.occurred_at,
+        (literal(False) if extracts else extract_of()).label("skipped"),
+    )
+
+
+def _search_texts(conn: Connection, rows: Sequence[Row[Any]]) -> dict[int, str]:
+    """Each narrative's search text (`memory_text`), with its tags and amendments read in chunks."""
+    ids = [int(r.id) for r in rows]
+    tags: dict[int, list[str]] = {}
+    notes: dict[int, list[str]] = {}
+    for chunk in chunks(ids):
+        for narrative_id, tag in conn.execute(
+            select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
+        ):
+            tags.setdefault(int(narrative_id), []).append(tag)
+        for narrative_id, note in conn.execute(
+            select(Amendment.narrative_id, Amendment.note)
+            .where(Amendment.narrative_id.in_(chunk))
+            .order_by(Amendment.id)
+        ):
+            notes.setdefault(int(narrative_id), []).append(note)
+    return {
+        int(r.id): narrative_search_text(
+            NarrativeFields(
+                r.gesture, r.context, r.moment, r.cognition_direction, r.entities_role, tuple(tags.get(int(r.id), ()))
+            ),
+            notes.get(int(r.id), ()),
+        )
+        for r in rows
+    }
+
+
 class KeywordIndex:
     """BM25 over analyzed text (jieba + stopwords + light stemming), per agent and kind."""
 
@@ -112,7 +156,7 @@ class KeywordIndex:
         """
         shard = self._shard(agent_id, kind)
         with shard.lock:
-            if version is not None and version == shard.version and not shard.cursor.holes:
+            if version is not None and version == shard.version and not shard.cursor.holes and not shard.amended.holes:
                 return shard
             if kind == "context":
                 self._absorb_turns(agent_id, shard)
@@ -141,36 +185,32 @@ class KeywordIndex:
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = conn.execute(
-                select(
-                    Narrative.id,
-                    Narrative.gesture,
-                    Narrative.context,
-                    Narrative.moment,
-                    Narrative.cognition_direction,
-                    Narrative.entities_role,
-                    Narrative.occurred_at,
-                    (literal(False) if self.extracts else extract_of()).label("skipped"),
-                )
-                .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
-                .order_by(Narrative.id)
-            ).all()
-            newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
-            rows = [r for r in rows if not r.skipped]
-            ids = [int(r.id) for r in rows]
-            tags: dict[int, list[str]] = {}
-            for chunk in chunks(ids):
-                for narrative_id, tag in conn.execute(
-                    select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
-                ):
-                    tags.setdefault(int(narrative_id), []).append(tag)
-        for r in rows:
-            fields = NarrativeFields(
-                r.gesture, r.context, r.moment, r.cognition_direction, r.entities_role, tuple(tags.get(r.id, ()))
+            rows = list(
+                conn.execute(
+                    _narrative_columns(self.extracts)
+                    .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
+                    .order_by(Narrative.id)
+                ).all()
             )
-            shard.kw.add(int(r.id), analyze(narrative_search_text(fields)))
-            shard.times[int(r.id)] = _stamp(r.occurred_at)
+            newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
+            notes = conn.execute(
+                select(Amendment.id, Amendment.narrative_id)
+                .where(ids_after(Amendment.id, shard.amended), Amendment.agent_id == agent_id)
+                .order_by(Amendment.id)
+            ).all()
+            noted, noted_visible = catch_up(conn, Amendment.__table__, shard.amended, [int(r.id) for r in notes])
+            fresh = {int(r.id) for r in rows}
+            # A memory already indexed that got a note since: indexed again, whole (one not yet indexed comes whole).
+            again = sorted(({int(r.narrative_id) for r in notes} - fresh) & set(shard.times))
+            for chunk in chunks(again):
+                rows += conn.execute(_narrative_columns(self.extracts).where(Narrative.id.in_(chunk))).all()
+            texts = _search_texts(conn, [r for r in rows if not r.skipped])
+        for r in rows:
+            if not r.skipped:
+                shard.kw.add(int(r.id), analyze(texts[int(r.id)]))
+                shard.times[int(r.id)] = _stamp(r.occurred_at)
         shard.cursor.settle(newest, visible, time.monotonic())
+        shard.amended.settle(noted, noted_visible, time.monotonic())
 
     def search_views(
         self,

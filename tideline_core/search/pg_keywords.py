@@ -44,6 +44,7 @@ from sqlalchemy import Connection, Row, text
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import analyze
+from tideline_core.store.schema import EXTRACT_SQL
 
 K1 = 0.9  # the in-memory index's (search.keyword_index), measured there
 B = 0.4
@@ -57,7 +58,6 @@ MAX_POSITIONS = 256
 MAX_LEXEME_BYTES = 2046
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
 COLUMNS = {"kw": ("fts_kw", "fts_kw_len"), "kw_ctx": ("fts_ctx", "fts_ctx_len")}
-_EXTRACT = "NOT (b.narrative_type = 'digest' OR b.origin = 'extractive')"
 
 
 def quote(term: str) -> str:
@@ -144,6 +144,21 @@ def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
         for term in r.terms or ():
             delta[(r.agent_id, "narrative", "kw", term, "rows")] -= 1
     _apply(conn, delta)
+
+
+def index_again(conn: Connection, ids: Sequence[int]) -> None:
+    """Narratives whose search text grew (an amendment): out of the BM25 statistics now, indexed again with the
+    whole text by the next catch-up (the next search, or the embed task the change queues).
+
+    Call in the write that changed them, after locking their rows (`store.narratives.amend` does), so
+    a catch-up indexing them at the same moment is waited for and not counted twice.
+    """
+    if conn.dialect.name != "postgresql" or not ids:
+        return
+    forget_narratives(conn, ids)
+    conn.execute(
+        text("UPDATE narratives SET fts_kw = NULL, fts_kw_len = NULL WHERE id = ANY(:ids)"), {"ids": list(ids)}
+    )
 
 
 def _index_windows(conn: Connection, docs: dict[int, list[str]]) -> Counter[tuple]:
@@ -250,12 +265,15 @@ def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) ->
         params,
     ).all()
     tags: dict[int, list[str]] = {}
+    notes: dict[int, list[str]] = {}
     if found:
-        for r in conn.execute(
-            text("SELECT narrative_id, tag FROM narrative_tags WHERE narrative_id = ANY(:ids)"),
-            {"ids": [r.id for r in found]},
-        ):
+        ids = {"ids": [r.id for r in found]}
+        for r in conn.execute(text("SELECT narrative_id, tag FROM narrative_tags WHERE narrative_id = ANY(:ids)"), ids):
             tags.setdefault(int(r.narrative_id), []).append(r.tag)
+        for r in conn.execute(
+            text("SELECT narrative_id, note FROM amendments WHERE narrative_id = ANY(:ids) ORDER BY id"), ids
+        ):
+            notes.setdefault(int(r.narrative_id), []).append(r.note)
     return [
         (
             r.id,
@@ -263,7 +281,8 @@ def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) ->
             narrative_search_text(
                 NarrativeFields(
                     r.gesture, r.context, r.moment, r.cognition_direction, r.entities_role, tuple(tags.get(r.id, ()))
-                )
+                ),
+                notes.get(r.id, ()),
             ),
         )
         for r in found
@@ -375,7 +394,7 @@ def search_view(
         clauses.append(f"b.{stamp} <= :until")
         params["until"] = until
     if kind == "narrative" and not extracts:
-        clauses.append(_EXTRACT)
+        clauses.append(f"NOT {EXTRACT_SQL}")
     cap = " ORDER BY b.id DESC LIMIT :cap" if capped else ""
     hits = f"SELECT b.id, b.{column} AS doc, b.{length} AS len FROM {table} b WHERE {' AND '.join(clauses)}{cap}"
     lexemes = "unnest(ts_filter(setweight(h.doc, 'A', CAST(:terms AS text[])), '{a}'))"

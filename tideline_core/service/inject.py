@@ -37,7 +37,7 @@ class InjectOps(ServiceParts):
         with self.db.snapshot() as conn:
             src = sources.session_sources(conn, agent_id, since, rules)
         path, soul = self.soul(agent_id)
-        session, bridge = tiers.bridge(src.day_turns, src.linked_weight, rules)
+        session, bridge = tiers.bridge(src.day_turns, src.linked_weight, rules, src.corrections)
         bridge_day = f", {tiers.day(max(t.created_at for t in src.day_turns))}" if src.day_turns else ""
         budget = request.budget or rules.session_budget
         scale = budget / rules.session_budget

@@ -16,6 +16,7 @@ from sqlalchemy import Connection
 
 from tideline_core.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
 from tideline_core.records import ContextTurnRecord, NarrativeRecord
+from tideline_core.search import pg_keywords
 from tideline_core.search.hybrid import SearchOutcome
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
@@ -51,10 +52,21 @@ class MemoryOps(ServiceParts):
         return TurnsRecorded(tuple(int(i) for i in ids), self.jobs.embed(agent_id) if ids else False)
 
     def amend(self, agent_id: str, data: AmendmentIn, *, key: str | None = None) -> int:
-        """Append a note to one of the agent's narratives; the narrative itself never changes."""
-        return int(
-            self.write_once(agent_id, key, "amendment", [data], lambda conn: narratives.amend(conn, agent_id, data))
-        )
+        """Append a note to one of the agent's narratives; the narrative itself never changes.
+
+        The note is part of the memory's text from the commit on: keyword search finds it by the
+        note's words at once, and its embedding is queued again so that meaning search reads it too.
+        """
+
+        def write(conn: Connection) -> int:
+            amendment_id = narratives.amend(conn, agent_id, data)
+            pg_keywords.index_again(conn, [data.narrative_id])
+            return amendment_id
+
+        amendment_id = int(self.write_once(agent_id, key, "amendment", [data], write))
+        # A retry asks again too, as a write does: its first call may have died between the commit and the enqueue.
+        self.jobs.embed(agent_id)
+        return amendment_id
 
     def recall(self, agent_id: str, query: RecallQuery) -> list[NarrativeRecord]:
         """The agent's narratives, newest or heaviest first, filtered; each counts as an attention hit."""

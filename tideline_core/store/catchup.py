@@ -27,19 +27,21 @@ HOLE_GRACE_SECONDS = 300.0
 TAIL = 10_000
 MAX_HOLES = 1_000
 
-# Rows are appended with increasing ids (embeddings, turns, narratives), so the three maxima change
-# whenever anything an index reads was written, by this process or another.
+# Rows are appended with increasing ids (embeddings, turns, narratives, amendments: a memory's text
+# grows only by a new amendment row), so the four maxima change whenever anything an index reads was
+# written, by this process or another.
 _HIGH_WATER = text(
-    "SELECT (SELECT max(id) FROM embeddings), (SELECT max(id) FROM context_turns), (SELECT max(id) FROM narratives)"
+    "SELECT (SELECT max(id) FROM embeddings), (SELECT max(id) FROM context_turns), (SELECT max(id) FROM narratives), "
+    "(SELECT max(id) FROM amendments)"
 )
 
-StoreVersion = tuple[int, int, int]
+StoreVersion = tuple[int, int, int, int]
 
 
 def high_water(conn: Connection) -> StoreVersion:
-    """(newest embedding id, newest turn id, newest narrative id), 0 for an empty table."""
+    """(newest embedding id, newest turn id, newest narrative id, newest amendment id), 0 for an empty table."""
     row = conn.execute(_HIGH_WATER).one()
-    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
 
 
 @dataclass

@@ -133,7 +133,7 @@ def _texts(conn: Connection, kind: str, ids: Sequence[int]) -> list[PendingRow]:
     for row_id in ids:
         by_agent.setdefault(owners[row_id], []).append(row_id)
     result = [
-        PendingRow("narrative", record.id, agent, narrative_passage(record))
+        PendingRow("narrative", record.id, agent, narrative_passage(record, record.amendments))
         for agent, agent_ids in by_agent.items()
         for record in load_narratives(conn, agent, agent_ids).values()
     ]

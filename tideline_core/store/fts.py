@@ -27,6 +27,11 @@ BASE = {
     "context": ("context_turns", "speaker || ' ' || content"),
 }
 TIME = {"narrative": "occurred_at", "context": "created_at"}
+# A memory's amendments are part of its text (`memory_text`): the LIKE lookup reads them beside its columns.
+_NOTES = {
+    "sqlite": "coalesce((SELECT group_concat(a.note, ' ') FROM amendments a WHERE a.narrative_id = b.id), '')",
+    "postgresql": "coalesce((SELECT string_agg(a.note, ' ') FROM amendments a WHERE a.narrative_id = b.id), '')",
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class _Lookup:
 def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
     """Index new rows given as (id, agent_id, search text): segmented, so short Chinese words match.
 
-    Rows are never edited (an amendment is a separate note), so a row is indexed once, at insert.
+    A row's own text is never edited; an amendment adds to it (`reindex`).
     """
     if conn.dialect.name != "sqlite" or not rows:
         return
@@ -51,6 +56,14 @@ def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]])
         text(f"INSERT INTO {TABLES[kind]}(rowid, agent_id, body) VALUES (:id, :agent, :body)"),
         [{"id": row_id, "agent": agent_id, "body": index_text(body)} for row_id, agent_id, body in rows],
     )
+
+
+def reindex(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Index rows again with their whole search text now (a memory amended): same form as `index_new`."""
+    if conn.dialect.name != "sqlite" or not rows:
+        return
+    conn.execute(text(f"DELETE FROM {TABLES[kind]} WHERE rowid = :id"), [{"id": row_id} for row_id, _a, _b in rows])
+    index_new(conn, kind, rows)
 
 
 def bind_time(value: datetime) -> str:
@@ -105,6 +118,8 @@ def search(
 def _substring_search(conn: Connection, q: _Lookup, terms: Sequence[str]) -> list[tuple[int, float]]:
     kind, agent_id, limit, since, until = q.kind, q.agent_id, q.limit, q.since, q.until
     table, body = BASE[kind]
+    if kind == "narrative":
+        body = f"{body} || ' ' || {_NOTES.get(conn.dialect.name, _NOTES['sqlite'])}"
     time_sql, params = _time_clause(kind, since, until, "b")
     likes = []
     for i, term in enumerate(terms[:8]):

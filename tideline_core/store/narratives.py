@@ -13,9 +13,9 @@ from tideline_core import scoring
 from tideline_core.errors import InvalidInput, NotFound
 from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.memory_text import narrative_search_text
-from tideline_core.records import NarrativeRecord, WrittenNarrative
+from tideline_core.records import AmendmentNote, NarrativeRecord, WrittenNarrative
 from tideline_core.store import fts
-from tideline_core.store.lookup import as_record, owned_rows
+from tideline_core.store.lookup import as_record, chunks, owned_rows
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.timeutil import utcnow
 
@@ -105,6 +105,7 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
     tags: dict[int, list[str]] = defaultdict(list)
     links: dict[int, list[int]] = defaultdict(list)
     notes: dict[int, list[str]] = defaultdict(list)
+    latest: dict[int, AmendmentNote] = {}
     if ids:
         for nid, tag in conn.execute(
             select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))
@@ -116,10 +117,13 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
             .order_by(NarrativeSource.context_id)
         ):
             links[nid].append(cid)
-        for nid, note in conn.execute(
-            select(Amendment.narrative_id, Amendment.note).where(Amendment.narrative_id.in_(ids)).order_by(Amendment.id)
+        for nid, note, at in conn.execute(
+            select(Amendment.narrative_id, Amendment.note, Amendment.created_at)
+            .where(Amendment.narrative_id.in_(ids))
+            .order_by(Amendment.id)
         ):
             notes[nid].append(note)
+            latest[nid] = AmendmentNote(note, at)
     return {
         r.id: as_record(
             NarrativeRecord,
@@ -128,6 +132,7 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
             related_entities=tuple(r.related_entities or ()),
             source_links=tuple(links[r.id]),
             amendments=tuple(notes[r.id]),
+            amended=latest.get(r.id),
         )
         for r in rows
     }
@@ -170,16 +175,49 @@ def recall(
 
 
 def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
-    """Append a note to a narrative of this agent; the narrative text itself never changes."""
+    """Append a note to a narrative of this agent; the narrative text itself never changes.
+
+    The note becomes part of the memory's text: indexed for keyword search at once (SQLite's FTS5;
+    PostgreSQL's tsvector is the searcher's, `pg_keywords.index_again`), and the memory waits for a
+    new vector that reads it (embedding pending). The narrative's row is locked first, so an
+    indexer never counts it while the note goes in.
+    """
     exists = conn.execute(
-        select(Narrative.id).where(Narrative.id == data.narrative_id, Narrative.agent_id == agent_id)
+        select(Narrative.id).where(Narrative.id == data.narrative_id, Narrative.agent_id == agent_id).with_for_update()
     ).scalar_one_or_none()
     if exists is None:
         raise NotFound(f"narrative {data.narrative_id} does not exist for this agent")
+    now = utcnow()
     amendment_id = conn.execute(
         insert(Amendment)
-        .values(narrative_id=data.narrative_id, agent_id=agent_id, note=data.note, created_at=utcnow())
+        .values(narrative_id=data.narrative_id, agent_id=agent_id, note=data.note, created_at=now)
         .returning(Amendment.id)
     ).scalar_one()
-    conn.execute(update(Narrative).where(Narrative.id == data.narrative_id).values(updated_at=utcnow()))
+    conn.execute(
+        update(Narrative).where(Narrative.id == data.narrative_id).values(updated_at=now, embedding_state="pending")
+    )
+    record = load_narratives(conn, agent_id, [data.narrative_id])[data.narrative_id]
+    fts.reindex(conn, "narrative", [(record.id, agent_id, narrative_search_text(record, record.amendments))])
     return int(amendment_id)
+
+
+def turn_corrections(conn: Connection, agent_id: str, turn_ids: Sequence[int]) -> dict[int, AmendmentNote]:
+    """Per context turn: the latest amendment of a memory written from it (an explicit source link, not a digest
+    of its whole session), so the turn is shown with the correction of what it says."""
+    latest: dict[int, tuple[int, AmendmentNote]] = {}
+    for chunk in chunks(list(turn_ids)):
+        found = conn.execute(
+            select(NarrativeSource.context_id, Amendment.id, Amendment.note, Amendment.created_at)
+            .join(Amendment, Amendment.narrative_id == NarrativeSource.narrative_id)
+            .join(Narrative, Narrative.id == NarrativeSource.narrative_id)
+            .where(
+                NarrativeSource.agent_id == agent_id,
+                NarrativeSource.context_id.in_(chunk),
+                NarrativeSource.inferred.is_(False),
+                Narrative.narrative_type != "digest",
+            )
+        )
+        for turn_id, amendment_id, note, at in found:
+            if turn_id not in latest or amendment_id > latest[turn_id][0]:
+                latest[turn_id] = (amendment_id, AmendmentNote(note, at))
+    return {turn_id: note for turn_id, (_, note) in latest.items()}

@@ -26,6 +26,8 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import Connection, Engine, text
 
+from tideline_core.store.schema import EXTRACT_SQL
+
 DIM = 384
 # (kind, view) → the HNSW index over it.
 INDEXES = {
@@ -38,7 +40,6 @@ HNSW_M = 16  # pgvector's defaults for the graph (build time grows steeply with 
 HNSW_EF_CONSTRUCTION = 64
 MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
-_EXTRACT = "NOT (b.narrative_type = 'digest' OR b.origin = 'extractive')"
 _enabled: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
 _warned: set[int] = set()
 log = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ def nearest(
             clauses.append(f"b.{stamp} <= :until")
             params["until"] = until
         if kind == "narrative" and not extracts:
-            clauses.append(_EXTRACT)
+            clauses.append(f"NOT {EXTRACT_SQL}")
     distance = "(e.vec <=> CAST(:q AS halfvec))"
     # `+ 0` hides the operator from the planner, so the exact form cannot use the index.
     order = f"{distance} + 0" if exact else distance

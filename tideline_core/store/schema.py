@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    and_,
     or_,
 )
 from sqlalchemy.engine import Dialect
@@ -115,11 +116,24 @@ class Narrative(Owned, Base):
     )
 
 
+# "This narrative is one of the dream's extracts": a session digest the dream wrote, or a memory the extractive
+# solidifier copied from the conversation; text search covers anyway, left out of search unless asked for. Told by
+# who wrote the row: a digest the agent wrote itself (origin 'agent') is an ordinary memory.
+EXTRACT_SQL = "(b.origin = 'extractive' OR (b.narrative_type = 'digest' AND b.origin <> 'agent'))"
+
+
+def is_extract(narrative_type: str, origin: str) -> bool:
+    """`EXTRACT_SQL` of one row's values."""
+    return origin == "extractive" or (narrative_type == "digest" and origin != "agent")
+
+
 def extract_of(table: Any = None) -> Any:
-    """SQL truth of "this narrative is one of the dream's extracts": a session digest or an extractive memory,
-    text taken from conversation that search covers anyway (left out of search unless asked for)."""
+    """`EXTRACT_SQL` as an SQLAlchemy expression over `table` (default: the narratives table)."""
     narratives = table if table is not None else Narrative.__table__
-    return or_(narratives.c.narrative_type == "digest", narratives.c.origin == "extractive")
+    return or_(
+        narratives.c.origin == "extractive",
+        and_(narratives.c.narrative_type == "digest", narratives.c.origin != "agent"),
+    )
 
 
 class NarrativeTag(Base):

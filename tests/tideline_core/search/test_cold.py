@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import update
 
 from tideline_core.compose import compose
-from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
+from tideline_core.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
 from tideline_core.search.cold import ColdSearch
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import NullJobQueue, Service
@@ -192,3 +192,16 @@ def test_too_few_rows_by_the_rarer_words_brings_in_the_common_ones(service: Serv
     with sqlite_only.read() as conn:
         hits = fts.ranked(conn, "narrative", "alice", ["ferry", "winter"], 100, wanted=3)
     assert hits[0][0] == rows[0] and {i for i, _ in hits} == set(rows)
+
+
+def test_a_hook_without_a_server_finds_a_memory_by_its_amendment_and_shows_the_correction(service: Service) -> None:
+    for text in UNRELATED:
+        remember(service, text)
+    swim = remember(service, "周四晚上去游泳，教练叫小林")
+    service.amend("alice", AmendmentIn(narrative_id=swim, note="教练小林下个月换到周五晚上"))
+    outcome = service.searcher.search("alice", SearchIn(query="周五", mode="keyword", kinds="narratives"))
+    single = found(service, "换", kinds="narratives")  # one character: the substring lookup, amendments included
+    assert [h.id for h in outcome.hits] == [swim]
+    assert outcome.hits[0].text.startswith("周四晚上去游泳，教练叫小林 — amended ")
+    assert outcome.hits[0].text.endswith(": 教练小林下个月换到周五晚上")
+    assert single == [("narrative", swim)]

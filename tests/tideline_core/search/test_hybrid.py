@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from tests import words_embedder
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
+from tideline_core.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.search import hybrid, vector_index
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database
-from tideline_core.store.narratives import insert_narrative
-from tideline_core.store.schema import Embedding
+from tideline_core.store.narratives import amend, insert_narrative
+from tideline_core.store.schema import Embedding, Narrative
 from tideline_core.store.turns import insert_turns
 
 DIM = 256
@@ -360,7 +360,31 @@ def test_the_dreams_extracts_left_out_of_search_change_no_score_not_even_through
     with db.write() as conn:
         for day in range(45):
             said = "ridge hike, ridge hike" if day % 3 == 0 else "a swim in the lake"
-            insert_narrative(conn, "alice", NarrativeIn(gesture=f"digest {day}: {said}", narrative_type="digest"))
+            written = insert_narrative(
+                conn, "alice", NarrativeIn(gesture=f"digest {day}: {said}", narrative_type="digest")
+            )
+            # Written by the dream (its LLM, as `dream.changes` marks the rows): an extract, not the agent's own digest.
+            conn.execute(update(Narrative).where(Narrative.id == written.id).values(origin="llm"))
     embed_pending(db, embedder)
     after = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
     assert after == before, "the memories' index holds none of the digests, so the full-text fallback must not either"
+
+
+def test_an_amended_memory_waits_for_a_new_vector_that_reads_its_note_and_is_then_found_by_its_meaning(
+    db: Database,
+) -> None:
+    embedder = WordsEmbedder()
+    with db.write() as conn:
+        swim = insert_narrative(conn, "alice", NarrativeIn(gesture="Swimming on Thursday evening")).id
+        insert_narrative(conn, "alice", NarrativeIn(gesture="Dentist appointment next week"))
+    svc = service(db, embedder)
+    before = search(svc, query="coach Friday", mode="dense", kinds="narratives")
+    with db.write() as conn:
+        amend(conn, "alice", AmendmentIn(narrative_id=swim, note="The coach moves it to Friday"))
+        state = conn.execute(select(Narrative.embedding_state).where(Narrative.id == swim)).scalar_one()
+    embed_pending(db, embedder)
+    after = search(svc, query="coach Friday", mode="dense", kinds="narratives")
+    assert state == "pending"
+    assert embedder.seen[-1].startswith("Swimming on Thursday evening\nThe coach moves it to Friday")
+    assert (before[0].similarity or 0.0) == 0.0
+    assert after[0].id == swim and (after[0].similarity or 0.0) > 0.5

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, parse
+from tideline_core.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, parse
 from tideline_core.search import pg_keywords
 from tideline_core.search.pg_keywords import at_least, candidate_query
 from tideline_core.store.database import Database
-from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.narratives import amend, insert_narrative
 from tideline_core.store.turns import insert_turns
 
 
@@ -88,3 +88,25 @@ def test_one_read_gives_every_views_row_count_token_total_and_the_terms_rows(pg:
             conn, "alice", "narrative", "kw", {"alpha": 1.0, "bravo": 1.0}, 5, stats=narratives
         )
     assert read_alone == given and len(given) == 2
+
+
+def test_an_amended_memory_is_indexed_again_with_its_note_and_counted_once(pg: Database) -> None:
+    with pg.write() as conn:
+        first = insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha bravo"}))
+        insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha charlie"}))
+        pg_keywords.catch_up(conn)
+    with pg.write() as conn:
+        amend(conn, "alice", AmendmentIn(narrative_id=first.id, note="zulu zulu"))
+        pg_keywords.index_again(conn, [first.id])
+    with pg.read() as conn:
+        waiting = pg_keywords.has_unindexed(conn, "alice")
+    with pg.write() as conn:
+        pg_keywords.catch_up(conn)
+    with pg.read() as conn:
+        stats = pg_keywords.view_stats(conn, "alice", [("narrative", "kw")], ["alpha", "bravo", "zulu"])
+        found = pg_keywords.search_view(conn, "alice", "narrative", "kw", {"zulu": 1.0}, 5)
+    assert waiting, "the amended memory waits for the next search's catch-up"
+    narratives = stats[("narrative", "kw")]
+    assert (narratives.rows, narratives.tokens) == (2, 6)
+    assert narratives.df == {"": 2, "alpha": 2, "bravo": 1, "zulu": 1}
+    assert [i for i, _ in found] == [first.id]

@@ -114,7 +114,10 @@ def undigested_sessions(conn: Any, agent_id: str, watermark: int, limit: int = M
         select(NarrativeSource.context_id)
         .join(Narrative, Narrative.id == NarrativeSource.narrative_id)
         .where(
-            NarrativeSource.agent_id == agent_id, Narrative.narrative_type == DIGEST, Narrative.superseded_by.is_(None)
+            NarrativeSource.agent_id == agent_id,
+            Narrative.narrative_type == DIGEST,
+            Narrative.origin != "agent",  # a digest the agent wrote itself is its own memory, not the dream's
+            Narrative.superseded_by.is_(None),
         )
     )
     rows = conn.execute(
@@ -248,7 +251,7 @@ def _digest(ctx: StageContext, agent_id: str, session_id: str) -> _Digested:
 
 
 def _earlier_digests(conn: Any, agent_id: str, turn_ids: Sequence[int]) -> list[int]:
-    """Digests of this session not yet superseded (found through the turns they link to)."""
+    """The dream's digests of this session not yet superseded (found through the turns they link to)."""
     if not turn_ids:
         return []
     linked = select(NarrativeSource.narrative_id).where(
@@ -259,6 +262,7 @@ def _earlier_digests(conn: Any, agent_id: str, turn_ids: Sequence[int]) -> list[
             select(Narrative.id).where(
                 Narrative.agent_id == agent_id,
                 Narrative.narrative_type == DIGEST,
+                Narrative.origin != "agent",  # the agent's own digest is never superseded by the dream's
                 Narrative.superseded_by.is_(None),
                 Narrative.id.in_(linked),
             )
