@@ -397,8 +397,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             if args.links:
                 measured = links.measure_links(service, args.path, chosen, bar)
                 _print_links(measured)
-                figures = {"links": measured.as_json()}
-                return _finish(args, figures, cache)
+                return _finish(args, {"links": measured.as_json()}, cache)
             dia_of = runner.load_locomo(service, chosen, bar)
             # With the dream, narratives will compete with turns: every column searches both, as memory_search does.
             kinds = "all" if args.dream else "context"
@@ -474,9 +473,7 @@ def _print_links(result: LinksResult) -> None:
     print(f"{'conversation':<14}{'facts':>7}{'linked':>8}{'links':>7}{'right':>7}{'precision':>11}{'coverage':>10}")
     rows = [*result.per_conversation.items(), ("overall", result.overall)]
     for name, s in rows:
-        print(
-            f"{name:<14}{s.facts:>7}{s.linked:>8}{s.links:>7}{s.right:>7}{s.precision:>11.3f}{s.coverage:>10.3f}"
-        )
+        print(f"{name:<14}{s.facts:>7}{s.linked:>8}{s.links:>7}{s.right:>7}{s.precision:>11.3f}{s.coverage:>10.3f}")
 
 
 def _throwaway_postgres(server: str) -> str:

@@ -105,9 +105,7 @@ def facts_of(sample: dict[str, Any], turns: Sequence[locomo.Turn]) -> list[Fact]
                 if not isinstance(item, list | tuple) or len(item) < 2 or not str(item[0]).strip():
                     continue
                 raw = item[1] if isinstance(item[1], list) else [item[1]]
-                evidence = tuple(
-                    dict.fromkeys(p.strip() for e in raw for p in str(e).split(";") if p.strip() in known)
-                )
+                evidence = tuple(dict.fromkeys(p.strip() for e in raw for p in str(e).split(";") if p.strip() in known))
                 if evidence:
                     facts.append(Fact(str(item[0]).strip(), str(speaker), session, evidence))
     return facts
@@ -134,10 +132,7 @@ def _neighbours(conv: locomo.Conversation) -> dict[str, set[str]]:
 
 
 def measure_links(
-    service: Service,
-    path: Path,
-    conversations: Sequence[locomo.Conversation],
-    progress: Progress = _quiet,
+    service: Service, path: Path, conversations: Sequence[locomo.Conversation], progress: Progress = _quiet
 ) -> LinksResult:
     """Record the conversations, write their facts without links, embed, run the scan; score its links."""
     facts = load_facts(path, conversations)
