@@ -470,10 +470,17 @@ def _finish(args: argparse.Namespace, figures: dict[str, Any], cache: CachedEmbe
 
 def _print_links(result: LinksResult) -> None:
     print("\nsource links inferred by the scan (right: a fact's own turn or its neighbour in the session)")
-    print(f"{'conversation':<14}{'facts':>7}{'linked':>8}{'links':>7}{'right':>7}{'precision':>11}{'coverage':>10}")
+    print("(exact: the fact's own turn only, a stricter reading of the same links)")
+    print(
+        f"{'conversation':<14}{'facts':>7}{'linked':>8}{'links':>7}{'right':>7}{'precision':>11}{'coverage':>10}"
+        f"{'exact':>8}"
+    )
     rows = [*result.per_conversation.items(), ("overall", result.overall)]
     for name, s in rows:
-        print(f"{name:<14}{s.facts:>7}{s.linked:>8}{s.links:>7}{s.right:>7}{s.precision:>11.3f}{s.coverage:>10.3f}")
+        print(
+            f"{name:<14}{s.facts:>7}{s.linked:>8}{s.links:>7}{s.right:>7}{s.precision:>11.3f}{s.coverage:>10.3f}"
+            f"{s.exact_precision:>8.3f}"
+        )
 
 
 def _throwaway_postgres(server: str) -> str:

@@ -48,6 +48,11 @@ class LinkScore:
     linked: int  # facts with at least one inferred link
     links: int
     right: int  # links to a fact's own turn or its neighbour in the session
+    exact: int = 0  # links to one of the fact's own turns
+
+    @property
+    def exact_precision(self) -> float:
+        return self.exact / self.links if self.links else 0.0
 
     @property
     def precision(self) -> float:
@@ -59,7 +64,11 @@ class LinkScore:
 
     def __add__(self, other: LinkScore) -> LinkScore:
         return LinkScore(
-            self.facts + other.facts, self.linked + other.linked, self.links + other.links, self.right + other.right
+            self.facts + other.facts,
+            self.linked + other.linked,
+            self.links + other.links,
+            self.right + other.right,
+            self.exact + other.exact,
         )
 
     def as_json(self) -> dict[str, object]:
@@ -68,7 +77,9 @@ class LinkScore:
             "facts_linked": self.linked,
             "links": self.links,
             "links_right": self.right,
+            "links_exact": self.exact,
             "precision": round(self.precision, 4),
+            "exact_precision": round(self.exact_precision, 4),
             "coverage": round(self.coverage, 4),
         }
 
@@ -166,6 +177,7 @@ def measure_links(
                 continue
             right_turns = set().union(*(near[e] for e in fact.evidence))
             got = [dia_of[(agent, cid)] for cid in links[(agent, nid)]]
-            total = total + LinkScore(0, 1, len(got), sum(g in right_turns for g in got))
+            exact = sum(g in fact.evidence for g in got)
+            total = total + LinkScore(0, 1, len(got), sum(g in right_turns for g in got), exact)
         scores[conv.sample_id] = total
     return LinksResult(scores)
