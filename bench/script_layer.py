@@ -31,8 +31,10 @@ from sqlalchemy import insert
 
 from tideline_core.attention import heatmap, hits_since
 from tideline_core.dream import StageContext, nightly_stages, runs
+from tideline_core.dream.changes import apply_plan
 from tideline_core.dream.clusters import store as clusters
 from tideline_core.dream.entities import store as graph
+from tideline_core.dream.plan import AddSourceLink, Plan
 from tideline_core.dream.scan import store as scan
 from tideline_core.dream.scan.scanner import to_markdown
 from tideline_core.dream.weights import store as weights
@@ -127,10 +129,19 @@ def load(db: Database, n: int) -> None:
 
 
 def stage_scan(db: Database) -> str:
-    backfill = scan.backfill_source_links(db, AGENT, LOCAL_MODEL)
+    # As the stage does: infer the links (read only), scan, then apply them as its plan in one transaction.
+    _, links = scan.infer_source_links(db, AGENT, LOCAL_MODEL)
     report = scan.scan_agent(db, AGENT)
     to_markdown(report)
-    return f"{backfill.links_added} links inferred, {len(report.unlinked)} unlinked, {len(report.chunks)} chunks"
+    plan = Plan(
+        tuple(
+            AddSourceLink(k.narrative_id, k.context_id, k.score, k.evidence.cosine, k.evidence.shared_words)
+            for k in links
+        )
+    )
+    with db.write() as conn:
+        applied = apply_plan(conn, AGENT, plan)
+    return f"{len(applied)} links inferred, {len(report.unlinked)} unlinked, {len(report.chunks)} chunks"
 
 
 def stage_refresh(db: Database) -> str:
@@ -159,7 +170,7 @@ def stage_heatmap(db: Database) -> str:
 
 
 STAGES: dict[str, Callable[[Database], str]] = {
-    "scan (backfill + tracks A-D + markdown)": stage_scan,
+    "scan (inferred links + tracks A-D + markdown)": stage_scan,
     "refresh (recurrence + weights)": stage_refresh,
     "recluster: topic clusters": stage_topics,
     "recluster: soft clusters": stage_soft,

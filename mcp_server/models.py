@@ -48,6 +48,14 @@ class AmendmentNote(Result):
     at: datetime = Field(description="when it was attached")
 
 
+class InferredLink(Result):
+    """A source link the nightly scan inferred, not one the agent wrote: a guess, with the score it rests on."""
+
+    context_id: int
+    score: float | None = Field(description="cosine similarity plus the weighted share of shared content words")
+    inferred: bool = Field(default=True, description="always true: the scan inferred it")
+
+
 class Narrative(Result):
     """A narrative memory in full, as written, with what the system derived from it."""
 
@@ -65,7 +73,12 @@ class Narrative(Result):
     tags: list[str]
     entities_role: str = Field(description="who did what, as written")
     related_entities: list[str]
-    source_links: list[int] = Field(description="ids of the context turns it came from")
+    source_links: list[int] = Field(description="ids of the context turns it came from, as written")
+    inferred_links: list[InferredLink] = Field(
+        default_factory=list,
+        description="context turns the dream's scan inferred it came from (only when words, speaker, time and "
+        "meaning agree), each marked inferred with its score; never mixed into source_links",
+    )
     occurred_at: datetime = Field(description="when it happened")
     created_at: datetime = Field(description="when it was written")
     embedding_state: str = Field(description="pending until a worker has embedded it, then done")

@@ -17,7 +17,9 @@ from tideline_core.settings import Settings
 
 if TYPE_CHECKING:
     from tideline_core.service import Service
+    from tideline_eval.cache import CachedEmbedder
     from tideline_eval.dream import DreamResult
+    from tideline_eval.links import LinksResult
     from tideline_eval.runner import InjectResult, ModeResult
 
 MODES = ("keyword", "dense", "hybrid")
@@ -40,6 +42,14 @@ def add_parser(sub: Any) -> None:
     )
     lo.add_argument("path", type=Path, help="LoCoMo-format JSON file, e.g. ../shared/eval/locomo/locomo_dev.json")
     lo.add_argument("--convs", default=None, help="which conversations, by position: '0-4', '0,2', '3' (default: all)")
+    lo.add_argument(
+        "--links",
+        action="store_true",
+        help="measure source-link inference instead of recall: record each conversation, write each of its "
+        "'observation' facts as a memory without links (occurred at its session's time), embed, run the dream's "
+        "scan and report the precision of the inferred links (a fact's own turn or its neighbour in the session) "
+        "and coverage (facts that got a link), per conversation and overall",
+    )
     ma = bench.add_parser(
         "madial",
         help="MADial-Bench (Chinese): memories as narratives, dialogues as queries",
@@ -65,6 +75,8 @@ def add_parser(sub: Any) -> None:
         "others generalises, never for tuning",
     )
     md.set_defaults(inject=False, dream=False, budget=None)
+    ma.set_defaults(links=False)
+    md.set_defaults(links=False)
     for parser in (lo, ma, md):
         parser.add_argument(
             "--mode",
@@ -349,11 +361,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from tideline_core.compose import build_embedder, compose
     from tideline_core.embedding import Embedder
     from tideline_core.service import NullJobQueue
-    from tideline_eval import dream, locomo, madial, runner
+    from tideline_eval import dream, links, locomo, madial, runner
     from tideline_eval.cache import CachedEmbedder
 
     ks = _ks(args.k)
     budget = _budget(args.budget, args.inject)
+    if args.links and (args.inject or args.dream):
+        raise InvalidInput("--links", "measures the scan's source links alone: leave out --inject and --dream")
     modes = list(MODES) if args.mode == "all" else [args.mode]
     cache = CachedEmbedder(build_embedder(settings), args.embedding_cache) if args.embedding_cache else None
     embedder: Embedder = cache or build_embedder(settings)
@@ -380,6 +394,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 f"{sum(len(c.questions) for c in chosen)} questions (categories 1-4); embedder {embedder.model}",
                 file=sys.stderr,
             )
+            if args.links:
+                measured = links.measure_links(service, args.path, chosen, bar)
+                _print_links(measured)
+                return _finish(args, {"links": measured.as_json()}, cache)
             dia_of = runner.load_locomo(service, chosen, bar)
             # With the dream, narratives will compete with turns: every column searches both, as memory_search does.
             kinds = "all" if args.dream else "context"
@@ -430,11 +448,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 dreamt = dream.dream_madial(service, throwaway, dialogues, memory_of, spoken, modes, ks, bar)
                 _print_dream(results, dreamt, ks, session=False)
                 figures["dream"] = dreamt.as_json()
-        if cache is not None:
-            print(f"\nembedding cache {args.embedding_cache}: {cache.misses} texts embedded now", file=sys.stderr)
-        if args.json_file:
-            args.json_file.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            print(f"\nwrote {args.json_file}", file=sys.stderr)
+        return _finish(args, figures, cache)
     finally:
         service.close()
         if cache is not None:
@@ -443,6 +457,30 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if args.database_url:
             _drop_postgres(args.database_url, database)
     return 0
+
+
+def _finish(args: argparse.Namespace, figures: dict[str, Any], cache: CachedEmbedder | None) -> int:
+    if cache is not None:
+        print(f"\nembedding cache {args.embedding_cache}: {cache.misses} texts embedded now", file=sys.stderr)
+    if args.json_file:
+        args.json_file.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.json_file}", file=sys.stderr)
+    return 0
+
+
+def _print_links(result: LinksResult) -> None:
+    print("\nsource links inferred by the scan (right: a fact's own turn or its neighbour in the session)")
+    print("(exact: the fact's own turn only, a stricter reading of the same links)")
+    print(
+        f"{'conversation':<14}{'facts':>7}{'linked':>8}{'links':>7}{'right':>7}{'precision':>11}{'coverage':>10}"
+        f"{'exact':>8}"
+    )
+    rows = [*result.per_conversation.items(), ("overall", result.overall)]
+    for name, s in rows:
+        print(
+            f"{name:<14}{s.facts:>7}{s.linked:>8}{s.links:>7}{s.right:>7}{s.precision:>11.3f}{s.coverage:>10.3f}"
+            f"{s.exact_precision:>8.3f}"
+        )
 
 
 def _throwaway_postgres(server: str) -> str:

@@ -16,6 +16,15 @@ class AmendmentNote:
 
 
 @dataclass(frozen=True)
+class InferredSource:
+    """A source link the dream's scan inferred (the agent did not write it), with the score it was inferred on."""
+
+    context_id: int
+    score: float | None
+    inferred: bool = True
+
+
+@dataclass(frozen=True)
 class NarrativeRecord:
     id: int
     agent_id: str
@@ -32,7 +41,7 @@ class NarrativeRecord:
     tags: tuple[str, ...]
     entities_role: str
     related_entities: tuple[str, ...]
-    source_links: tuple[int, ...]
+    source_links: tuple[int, ...]  # as written: by the agent, or by the dream stage that wrote the narrative
     occurred_at: datetime
     created_at: datetime
     embedding_state: str
@@ -40,6 +49,7 @@ class NarrativeRecord:
     amended: AmendmentNote | None = None  # the latest one: it wins over what it corrects wherever the memory is shown
     origin: str = "agent"  # agent | llm | extractive
     superseded_by: int | None = None  # a dream merge kept this narrative (readable, left out of search)
+    inferred_links: tuple[InferredSource, ...] = ()  # what the scan inferred, never mixed into source_links
 
 
 @dataclass(frozen=True)

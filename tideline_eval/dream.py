@@ -24,7 +24,7 @@ from tideline_eval.runner import ModeResult, Progress, agent_of_user, ask_locomo
 
 MAX_RUNS = 50  # solidify runs per agent at most: an LLM's token budget can stop a run midway, the next goes on
 # MADial dialogues are recorded as evening conversations, a minute a line, from the day after the latest
-# memory: far outside the scan's ±6 h source-link backfill window of any memory, so no benchmark memory
+# memory: far outside the scan's ±6 h source-link window of any memory, so no benchmark memory
 # is linked to (and taken for a product of) a dialogue.
 DIALOGUE_HOUR = 20
 

@@ -1,7 +1,7 @@
 """The dream queue's work: stages that digest an agent's memory, each named once in `registry`.
 
-One package per stage pairs its store code with its pure kernel: `scan` (scanner + source-link
-backfill), `weights` (recurrence and weight refresh), `clusters` (topic and soft clusters),
+One package per stage pairs its store code with its pure kernel: `scan` (scanner + inferred
+source links), `weights` (recurrence and weight refresh), `clusters` (topic and soft clusters),
 `entities` (the entity graph). `runs` runs a stage on the record (the `dream_runs` table).
 """
 

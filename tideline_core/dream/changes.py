@@ -2,7 +2,7 @@
 
 A stage that changes memory does not write: it returns a `Plan` (narratives to add, scores to
 change, narratives to supersede, profile and self-concept entries to put, threads to open or
-close, the scan watermark to move). `apply_plan` carries it out inside the caller's write
+close, inferred source links to add, the scan watermark to move). `apply_plan` carries it out inside the caller's write
 transaction and returns one `RowChange` per row it touched, with the row's full state before and
 after: that list is the run's reviewable diff (`dream_changes`), and undo writes each `before`
 back (or deletes what was inserted) in reverse order.
@@ -25,6 +25,7 @@ from sqlalchemy import Connection, Table, and_, delete, func, insert, select, te
 from tideline_core import scoring
 from tideline_core.dream.plan import (
     AddNarrative,
+    AddSourceLink,
     Intent,
     MoveWatermark,
     Plan,
@@ -77,6 +78,7 @@ TABLES: dict[str, Table] = {
             SelfConceptHistory.__table__,
             Thread.__table__,
             ScanWatermark.__table__,
+            NarrativeSource.__table__,
         ),
     )
 }
@@ -181,8 +183,10 @@ def check_plan(conn: Connection, agent_id: str, plan: Plan) -> None:
     narrative_ids = [i.narrative_id for i in plan.intents if isinstance(i, Rescore | Reweight)]
     narrative_ids += [n for i in plan.intents if isinstance(i, Supersede) for n in (i.old_id, i.new_id)]
     narrative_ids += [n for i in plan.intents if isinstance(i, AddNarrative) for n in i.supersedes]
+    narrative_ids += [i.narrative_id for i in plan.intents if isinstance(i, AddSourceLink)]
     _owned(conn, Narrative, agent_id, narrative_ids, "narrative", "narrative_id")
     turn_ids = [c for i in plan.intents if isinstance(i, AddNarrative) for c in i.links]
+    turn_ids += [i.context_id for i in plan.intents if isinstance(i, AddSourceLink)]
     _owned(conn, ContextTurn, agent_id, turn_ids, "context turn", "source_links")
     thread_ids = [i.data.thread_id for i in plan.intents if isinstance(i, PutThread) and i.data.thread_id]
     _owned(conn, Thread, agent_id, [t for t in thread_ids if t is not None], "thread", "thread_id")
@@ -262,6 +266,17 @@ def _apply(rec: _Recorder, agent_id: str, intent: Intent) -> None:
             assert before is not None
             write_thread(conn, agent_id, intent.data, source="dream")
             rec.updated("threads", key, before, f"thread #{intent.data.thread_id} → {intent.data.status or 'updated'}")
+    elif isinstance(intent, AddSourceLink):
+        key = {"narrative_id": intent.narrative_id, "context_id": intent.context_id}
+        if snapshot(conn, "narrative_sources", key) is None:  # a link already there (explicit or not) stays as it is
+            conn.execute(insert(NarrativeSource).values(**key, agent_id=agent_id, inferred=True, score=intent.score))
+            rec.inserted(
+                "narrative_sources",
+                key,
+                f"inferred source link #{intent.narrative_id} → turn #{intent.context_id} "
+                f"(score {intent.score:.3f}: {intent.describe()})",
+                {"cosine": intent.cosine, "shared_words": list(intent.shared_words), "speaker": intent.speaker},
+            )
     elif isinstance(intent, MoveWatermark):
         key = {"agent_id": agent_id}
         before = snapshot(conn, "scan_watermarks", key)

@@ -55,11 +55,43 @@ class PutThread:
 
 
 @dataclass(frozen=True)
+class AddSourceLink:
+    """An inferred link from a narrative to the turn it came from, with the evidence it was inferred on."""
+
+    narrative_id: int
+    context_id: int
+    score: float
+    cosine: float
+    shared_words: tuple[str, ...]
+    speaker: str = ""  # the turn's speaker when the narrative names it
+    runner_up: float | None = None  # the best other turn's score (None: no other turn in the window)
+    minutes_apart: float = 0.0  # from the narrative's time to the turn's (positive: the turn came after)
+
+    def describe(self) -> str:
+        parts = [f"cosine {self.cosine:.3f}", "shared words " + ", ".join(self.shared_words)]
+        if self.speaker:
+            parts.append(f"speaker {self.speaker} named")
+        parts.append("no other turn in the window" if self.runner_up is None else f"next best {self.runner_up:.3f}")
+        parts.append(f"{abs(self.minutes_apart):.0f} min {'after' if self.minutes_apart >= 0 else 'before'}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
 class MoveWatermark:
     to: int  # the last context turn id solidified; never moves back
 
 
-Intent = AddNarrative | Rescore | Reweight | Supersede | PutProfile | PutSelfConcept | PutThread | MoveWatermark
+Intent = (
+    AddNarrative
+    | Rescore
+    | Reweight
+    | Supersede
+    | PutProfile
+    | PutSelfConcept
+    | PutThread
+    | AddSourceLink
+    | MoveWatermark
+)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ report for people.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tideline_core.dream.plan import Plan
+from tideline_core.dream.plan import AddSourceLink, Plan
 from tideline_core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -71,15 +71,34 @@ class Stage:
 
 
 def scan(ctx: StageContext, agent_id: str) -> StageOutput:
-    from tideline_core.dream.scan import scanner
-    from tideline_core.dream.scan.store import backfill_source_links, scan_agent
+    import dataclasses
 
-    # Backfill first, so track A lists only the narratives no conversation could be matched to.
+    from tideline_core.dream.scan import scanner
+    from tideline_core.dream.scan.store import infer_source_links, scan_agent
+
+    # The links are proposed, not written: the run applies them with its record (a dry run applies nothing).
     figures: dict[str, Any] = {}
+    intents: list[AddSourceLink] = []
     if ctx.embedder is not None:
-        backfill = backfill_source_links(ctx.db, agent_id, ctx.embedder.model)
-        figures.update(backfill_considered=backfill.narratives_considered, links_inferred=backfill.links_added)
+        considered, links = infer_source_links(ctx.db, agent_id, ctx.embedder.model)
+        intents = [
+            AddSourceLink(
+                link.narrative_id,
+                link.context_id,
+                link.score,
+                link.evidence.cosine,
+                link.evidence.shared_words,
+                link.evidence.speaker,
+                link.evidence.runner_up,
+                link.evidence.minutes_apart,
+            )
+            for link in links
+        ]
+        figures.update(links_considered=considered, links_inferred=len(intents))
     report = scan_agent(ctx.db, agent_id)
+    # Track A lists only the narratives no conversation could be matched to.
+    linked = {i.narrative_id for i in intents}
+    report = dataclasses.replace(report, unlinked=tuple(u for u in report.unlinked if u.id not in linked))
     # The watermark is only proposed here: solidifying the chunks advances it once they are committed.
     figures.update(
         unlinked=len(report.unlinked),
@@ -91,7 +110,16 @@ def scan(ctx: StageContext, agent_id: str) -> StageOutput:
         watermark=report.watermark_before,
         watermark_proposed=report.watermark,
     )
-    return StageOutput(figures, scanner.to_markdown(report))
+    return StageOutput(figures, scanner.to_markdown(report) + _links_markdown(intents), plan=Plan(tuple(intents)))
+
+
+def _links_markdown(links: Sequence[AddSourceLink]) -> str:
+    lines = [f"## Source links inferred ({len(links)})", ""]
+    lines += [
+        f"- #{link.narrative_id} → turn #{link.context_id}, inferred, score {link.score:.3f} ({link.describe()})"
+        for link in links
+    ]
+    return "\n".join([*lines, ""]) if links else "\n".join([*lines, "None.", ""])
 
 
 def solidify(ctx: StageContext, agent_id: str) -> StageOutput:
@@ -158,8 +186,9 @@ STAGES: tuple[Stage, ...] = (
         "scan",
         "report conversation not yet turned into memories (unindexed-context scan, tracks A-D)",
         scan,
-        details="Infer source links for narratives that have none, then scan tracks A-D: unlinked narratives, new "
-        "conversation chunks after the watermark, rows waiting for embeddings. The watermark is not moved.",
+        details="Propose source links for narratives that have none (only where the words, speaker, time and meaning "
+        "of one turn all point at it; marked inferred, with their score), then scan tracks A-D: unlinked narratives, "
+        "new conversation chunks after the watermark, rows waiting for embeddings. The watermark is not moved.",
     ),
     Stage(
         "solidify",

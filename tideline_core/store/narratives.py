@@ -13,7 +13,7 @@ from tideline_core import scoring
 from tideline_core.errors import InvalidInput, NotFound
 from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.memory_text import narrative_search_text
-from tideline_core.records import AmendmentNote, NarrativeRecord, WrittenNarrative
+from tideline_core.records import AmendmentNote, InferredSource, NarrativeRecord, WrittenNarrative
 from tideline_core.store import fts
 from tideline_core.store.lookup import as_record, chunks, owned_rows
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
@@ -104,6 +104,7 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
     ids = [r.id for r in rows]
     tags: dict[int, list[str]] = defaultdict(list)
     links: dict[int, list[int]] = defaultdict(list)
+    inferred: dict[int, list[InferredSource]] = defaultdict(list)
     notes: dict[int, list[str]] = defaultdict(list)
     latest: dict[int, AmendmentNote] = {}
     if ids:
@@ -111,12 +112,16 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
             select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))
         ):
             tags[nid].append(tag)
-        for nid, cid in conn.execute(
-            select(NarrativeSource.narrative_id, NarrativeSource.context_id)
+        source = NarrativeSource
+        for nid, cid, guessed, score in conn.execute(
+            select(source.narrative_id, source.context_id, source.inferred, source.score)
             .where(NarrativeSource.narrative_id.in_(ids))
             .order_by(NarrativeSource.context_id)
         ):
-            links[nid].append(cid)
+            if guessed:
+                inferred[nid].append(InferredSource(cid, score))
+            else:
+                links[nid].append(cid)
         for nid, note, at in conn.execute(
             select(Amendment.narrative_id, Amendment.note, Amendment.created_at)
             .where(Amendment.narrative_id.in_(ids))
@@ -131,6 +136,7 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
             tags=tuple(sorted(tags[r.id])),
             related_entities=tuple(r.related_entities or ()),
             source_links=tuple(links[r.id]),
+            inferred_links=tuple(inferred[r.id]),
             amendments=tuple(notes[r.id]),
             amended=latest.get(r.id),
         )

@@ -1,19 +1,19 @@
-"""The scan over the store: the unindexed-context scan from the agent's watermark, and source-link backfill."""
+"""The scan over the store: the unindexed-context scan from the agent's watermark, and the source links to infer."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Select, insert, or_, select
+from sqlalchemy import Connection, Select, or_, select
 
-from tideline_core.dream.scan.backfill import NarrativeAnchor, TurnAnchor, propose_links
+from tideline_core.dream.scan.backfill import WINDOW, InferredLink, NarrativeAnchor, TurnAnchor, propose_links
 from tideline_core.dream.scan.scanner import NarrativeRow, ScanReport, TurnRow, scan
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_of
 from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource, ScanWatermark
+from tideline_core.timeutil import as_utc
 
 
 def watermark_of(conn: Connection, agent_id: str) -> int:
@@ -70,67 +70,63 @@ def scan_agent(db: Database, agent_id: str) -> ScanReport:
     return scan(narratives, turns, mark)
 
 
-@dataclass(frozen=True)
-class BackfillReport:
-    narratives_considered: int
-    links_added: int
+def infer_source_links(db: Database, agent_id: str, model: str) -> tuple[int, list[InferredLink]]:
+    """The links to propose for the agent's narratives that have none (read only: the scan's plan writes them).
 
-
-def backfill_source_links(db: Database, agent_id: str, model: str) -> BackfillReport:
-    """Infer links for narratives that have none, from time window + embedding similarity; marked inferred."""
+    → (how many narratives were considered, the links). Only embedded rows take part; a narrative
+    with any link, explicit or inferred, is left alone, so a second scan proposes nothing again.
+    """
     with db.read() as conn:
-        explicit = set(
-            conn.execute(
-                select(NarrativeSource.narrative_id).where(
-                    NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(False)
-                )
-            ).scalars()
-        )
-        inferred: dict[int, set[int]] = defaultdict(set)
-        for nid, cid in conn.execute(
-            select(NarrativeSource.narrative_id, NarrativeSource.context_id).where(
-                NarrativeSource.agent_id == agent_id, NarrativeSource.inferred.is_(True)
-            )
-        ):
-            inferred[nid].add(cid)
+        linked = select(NarrativeSource.narrative_id).where(NarrativeSource.agent_id == agent_id)
         rows = conn.execute(
-            select(Narrative.id, Narrative.occurred_at)
-            .where(Narrative.agent_id == agent_id, Narrative.embedding_state == "done")
+            select(Narrative.id, Narrative.occurred_at, Narrative.gesture, Narrative.context)
+            .where(
+                Narrative.agent_id == agent_id,
+                Narrative.embedding_state == "done",
+                Narrative.superseded_by.is_(None),
+                Narrative.id.not_in(linked),
+            )
             .order_by(Narrative.id)
         ).all()
-        candidates = [r for r in rows if r.id not in explicit]
-        n_vectors = vectors_of(conn, "narrative", [r.id for r in candidates], model)
-        candidates = [r for r in candidates if r.id in n_vectors]
-        turns = conn.execute(
-            select(ContextTurn.id, ContextTurn.created_at)
-            .where(ContextTurn.agent_id == agent_id, ContextTurn.embedding_state == "done")
-            .order_by(ContextTurn.created_at, ContextTurn.id)
-        ).all()
+        n_vectors = vectors_of(conn, "narrative", [r.id for r in rows], model)
+        candidates = [r for r in rows if r.id in n_vectors]
+        turns: list[Any] = []
+        for lo, hi in _spans([as_utc(r.occurred_at) for r in candidates], WINDOW):
+            turns += conn.execute(
+                select(
+                    ContextTurn.id,
+                    ContextTurn.created_at,
+                    ContextTurn.content,
+                    ContextTurn.session_id,
+                    ContextTurn.role,
+                    ContextTurn.speaker,
+                ).where(
+                    ContextTurn.agent_id == agent_id,
+                    ContextTurn.embedding_state == "done",
+                    ContextTurn.created_at >= lo,
+                    ContextTurn.created_at <= hi,
+                )
+            ).all()
         t_vectors = vectors_of(conn, "context", [t.id for t in turns], model)
         turns = [t for t in turns if t.id in t_vectors]
     if not candidates or not turns:
-        return BackfillReport(len(candidates), 0)
-    anchors = [NarrativeAnchor(r.id, r.occurred_at, False, frozenset(inferred[r.id])) for r in candidates]
+        return len(candidates), []
     links = propose_links(
-        anchors,
+        [NarrativeAnchor(r.id, r.occurred_at, "\n".join(filter(None, (r.gesture, r.context)))) for r in candidates],
         np.stack([n_vectors[r.id] for r in candidates]),
-        [TurnAnchor(t.id, t.created_at) for t in turns],
+        [TurnAnchor(t.id, t.created_at, t.content, t.session_id, t.role, t.speaker) for t in turns],
         np.stack([t_vectors[t.id] for t in turns]),
     )
-    fresh = [link for link in links if link.context_id not in inferred[link.narrative_id]]
-    if fresh:
-        with db.write() as conn:
-            conn.execute(
-                insert(NarrativeSource),
-                [
-                    {
-                        "narrative_id": link.narrative_id,
-                        "context_id": link.context_id,
-                        "agent_id": agent_id,
-                        "inferred": True,
-                        "score": link.score,
-                    }
-                    for link in fresh
-                ],
-            )
-    return BackfillReport(len(candidates), len(fresh))
+    return len(candidates), links
+
+
+def _spans(times: list[datetime], window: timedelta) -> list[tuple[datetime, datetime]]:
+    """The times ± window, overlapping ones merged: the stretches of conversation worth loading."""
+    spans: list[tuple[datetime, datetime]] = []
+    for at in sorted(times):
+        lo, hi = at - window, at + window
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], hi)
+        else:
+            spans.append((lo, hi))
+    return spans
