@@ -50,6 +50,13 @@ def add_parser(sub: Any) -> None:
         "scan and report the precision of the inferred links (a fact's own turn or its neighbour in the session) "
         "and coverage (facts that got a link), per conversation and overall",
     )
+    lo.add_argument(
+        "--solidify",
+        action="store_true",
+        help="instead of asking the questions: record the conversations, run scan + extractive solidify (never an "
+        "LLM) and report the precision and recall of the memories it kept against the turns the benchmark's "
+        "observation facts come from, per conversation and overall",
+    )
     ma = bench.add_parser(
         "madial",
         help="MADial-Bench (Chinese): memories as narratives, dialogues as queries",
@@ -77,6 +84,8 @@ def add_parser(sub: Any) -> None:
     md.set_defaults(inject=False, dream=False, budget=None)
     ma.set_defaults(links=False)
     md.set_defaults(links=False)
+    ma.set_defaults(solidify=False)
+    md.set_defaults(solidify=False)
     for parser in (lo, ma, md):
         parser.add_argument(
             "--mode",
@@ -347,6 +356,25 @@ def _memdaily(
     return figures
 
 
+def _solidify(service: Service, args: argparse.Namespace, bar: Bar) -> dict[str, Any]:
+    """`--solidify`: load the chosen conversations, solidify them without an LLM, print and return the scores."""
+    from tideline_eval import dream, locomo, runner
+    from tideline_eval import solidify as judged
+
+    if args.dream or args.inject:
+        raise InvalidInput("--solidify", "runs on its own: leave out --dream and --inject")
+    evidence = judged.observation_evidence(args.path)
+    conversations = locomo.load(args.path)
+    chosen = [conversations[i] for i in _selection(args.convs, len(conversations))]
+    print(f"LoCoMo --solidify: {len(chosen)} conversations, {sum(len(c.turns) for c in chosen)} turns", file=sys.stderr)
+    dia_of = runner.load_locomo(service, chosen, bar)
+    agents = [c.sample_id for c in chosen]
+    done = dream.solidify_all(service, agents, bar)
+    score = judged.score_solidify(service, agents, dia_of, evidence, bar)
+    judged.print_score(score)
+    return {"solidify": done.as_json()} | score.as_json()
+
+
 def _budget(value: int | None, inject: bool) -> int | None:
     if value is None:
         return None
@@ -366,6 +394,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
     ks = _ks(args.k)
     budget = _budget(args.budget, args.inject)
+    if args.links and args.solidify:
+        raise InvalidInput("--links", "measures the scan's source links alone: leave out --solidify")
     if args.links and (args.inject or args.dream):
         raise InvalidInput("--links", "measures the scan's source links alone: leave out --inject and --dream")
     modes = list(MODES) if args.mode == "all" else [args.mode]
@@ -383,10 +413,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         print(f"--dream: solidify will be {how}", file=sys.stderr)
     throwaway = settings.model_copy(update=update)
     bar = Bar()
-    service = compose(throwaway, jobs=NullJobQueue(), embedder=embedder)
+    # --solidify measures the extractive solidifier: no LLM, whatever the settings name.
+    service = compose(throwaway, jobs=NullJobQueue(), embedder=embedder, llm=None if args.solidify else "settings")
     try:
         results: dict[str, runner.ModeResult]
-        if args.benchmark == "locomo":
+        figures: dict[str, Any]
+        if args.solidify:
+            figures = _solidify(service, args, bar)
+        elif args.benchmark == "locomo":
             conversations = locomo.load(args.path)
             chosen = [conversations[i] for i in _selection(args.convs, len(conversations))]
             print(
@@ -405,7 +439,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             if args.dream:
                 print("\nbefore the dream (narratives and turns searched, as memory_search does; only turns yet)")
             _print_results(results, ks, session=True)
-            figures: dict[str, Any] = {mode: r.as_json() for mode, r in results.items()}
+            figures = {mode: r.as_json() for mode, r in results.items()}
             if args.inject:
                 on_locomo = runner.inject_locomo(service, chosen, dia_of, budget, bar)
                 _print_inject(on_locomo, "evidence turns")
