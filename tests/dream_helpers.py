@@ -1,13 +1,15 @@
-"""Helpers for dream tests: a day of conversation, what a scripted LLM was shown, and whole-store dumps."""
+"""Helpers for dream tests: a day of conversation, what a scripted LLM was shown and answers, whole-store dumps."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import MetaData, select
+from llm_server import prompt_name
+from sqlalchemy import MetaData, select, text
 from sqlalchemy.exc import SAWarning
 
 from tideline_core.inputs import ContextTurnIn
@@ -50,6 +52,55 @@ def record_day(service: Service, agent: str, *, start: datetime | None = None) -
         ids += service.record_turns(agent, turns).ids
         start += timedelta(minutes=30)
     return ids
+
+
+def plausible_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A plausible answer to each of the dream's prompts, from what the prompt showed."""
+    data = shown_data(body)
+    name = prompt_name(body)
+    if name == "solidify":
+        turns = data["turns"]
+        return {
+            "memories": [
+                {"gesture": f"{t['speaker']}: {t['text'][:60]}", "tags": ["plan", "travel"], "source_turns": [t["id"]]}
+                for t in (turns[0], turns[2])
+            ]
+        }
+    if name == "digest":
+        return {"who": sorted({t["speaker"] for t in data["turns"]}), "what": "They planned the week."}
+    if name == "comb":
+        first = data["memories"][0]["id"]
+        return {
+            "reweigh": [{"narrative_id": first, "importance": 5, "reason": "it shapes the month"}],
+            "open_threads": [{"title": "Is the audit on time?", "priority": 4}],
+        }
+    if name == "drift":
+        other = data["neighbours"][0]["id"]
+        return {
+            "connection": True,
+            "explanation": "Both plans hang on one deadline.",
+            "write": "insight",
+            "insight": "Every plan this week waits on the audit.",
+            "linked_ids": [other],
+        }
+    if name == "dream":
+        return {"symbols": ["train", "forum", "audit"], "dream": "A train of audits.", "reflection": "Deadlines weigh."}
+    raise AssertionError(f"unexpected prompt {name}")
+
+
+def checksums(db: Database) -> dict[str, tuple[int, str]]:
+    """Every table of the store, the dream's own record and the keyword index included: its row count and a
+    digest of its rows. Equal checksums mean nothing was written anywhere."""
+    if db.dialect == "sqlite":
+        listing = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    else:
+        listing = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+    out: dict[str, tuple[int, str]] = {}
+    with db.read() as conn:
+        for name in conn.execute(text(listing)).scalars():
+            rows = sorted(repr(tuple(row)) for row in conn.execute(text(f'SELECT * FROM "{name}"')))
+            out[name] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
+    return out
 
 
 def shown_data(body: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from dream_helpers import dump, embedded, record_day, shown_data
+from dream_helpers import dump, embedded, record_day
+from dream_helpers import plausible_answer as answers
 from llm_server import ScriptedLLM, prompt_name
 from sqlalchemy import select
 
@@ -38,40 +39,6 @@ def settings(make_settings: Callable[..., Settings], llm: ScriptedLLM) -> Settin
 def service(settings: Settings, database: Database, celery_jobs: Any) -> Iterator[Service]:
     built = compose(settings, jobs=celery_jobs, database=database)
     yield built
-
-
-def answers(body: dict[str, Any]) -> dict[str, Any]:
-    """A plausible answer to each of the dream's prompts, from what the prompt showed."""
-    data = shown_data(body)
-    name = prompt_name(body)
-    if name == "solidify":
-        turns = data["turns"]
-        return {
-            "memories": [
-                {"gesture": f"{t['speaker']}: {t['text'][:60]}", "tags": ["plan", "travel"], "source_turns": [t["id"]]}
-                for t in (turns[0], turns[2])
-            ]
-        }
-    if name == "digest":
-        return {"who": sorted({t["speaker"] for t in data["turns"]}), "what": "They planned the week."}
-    if name == "comb":
-        first = data["memories"][0]["id"]
-        return {
-            "reweigh": [{"narrative_id": first, "importance": 5, "reason": "it shapes the month"}],
-            "open_threads": [{"title": "Is the audit on time?", "priority": 4}],
-        }
-    if name == "drift":
-        other = data["neighbours"][0]["id"]
-        return {
-            "connection": True,
-            "explanation": "Both plans hang on one deadline.",
-            "write": "insight",
-            "insight": "Every plan this week waits on the audit.",
-            "linked_ids": [other],
-        }
-    if name == "dream":
-        return {"symbols": ["train", "forum", "audit"], "dream": "A train of audits.", "reflection": "Deadlines weigh."}
-    raise AssertionError(f"unexpected prompt {name}")
 
 
 def runs(db: Database, agent: str = "alice") -> dict[str, DreamRunRecord]:

@@ -32,6 +32,10 @@ from tideline_core.dream.plan import (
     PutProfile,
     PutSelfConcept,
     PutThread,
+    Rebuild,
+    ReplaceEntityGraph,
+    ReplaceSoftClusters,
+    ReplaceTopics,
     Rescore,
     Reweight,
     Supersede,
@@ -63,6 +67,7 @@ from tideline_core.store.schema import (
 )
 from tideline_core.timeutil import utcnow
 
+REBUILD = "rebuild"  # a derived table replaced whole: its counts before and after, never restored
 # Columns a worker changes on its own after a run (the embedding of a new narrative): not part of the diff.
 UNTRACKED = frozenset({"embedding_state"})
 
@@ -89,7 +94,7 @@ TABLES: dict[str, Table] = {
 
 @dataclass(frozen=True)
 class RowChange:
-    action: str  # "insert" | "update"
+    action: str  # "insert" | "update" | REBUILD
     target: str  # table name
     key: Mapping[str, Any]  # primary key columns → values
     before: Mapping[str, Any] | None  # None for an insert
@@ -135,7 +140,9 @@ def _where(table: Table, key: Mapping[str, Any]) -> Any:
 
 
 def key_of(target: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The primary key of a recorded row (a snapshot holds every column, the key's among them)."""
+    """The primary key of a recorded row (a snapshot holds every column, the key's among them); none for a rebuild."""
+    if target not in TABLES:
+        return {}
     return {column.name: row[column.name] for column in TABLES[target].primary_key.columns}
 
 
@@ -277,6 +284,8 @@ def _apply(rec: _Recorder, agent_id: str, intent: Intent) -> None:
                 f"(score {intent.score:.3f}: {intent.describe()})",
                 {"cosine": intent.cosine, "shared_words": list(intent.shared_words), "speaker": intent.speaker},
             )
+    elif isinstance(intent, Rebuild):
+        _rebuild(rec, agent_id, intent)
     elif isinstance(intent, MoveWatermark):
         key = {"agent_id": agent_id}
         before = snapshot(conn, "scan_watermarks", key)
@@ -290,6 +299,31 @@ def _apply(rec: _Recorder, agent_id: str, intent: Intent) -> None:
                 .values(last_context_id=intent.to, updated_at=utcnow())
             )
             rec.updated("scan_watermarks", key, before, f"scan watermark {before['last_context_id']} → {intent.to}")
+
+
+def _rebuild(rec: _Recorder, agent_id: str, intent: Rebuild) -> None:
+    from tideline_core.dream.clusters import store as clusters
+    from tideline_core.dream.entities import store as entities
+
+    conn = rec.conn
+    if isinstance(intent, ReplaceTopics):
+        target, label, counts = "topic_clusters", "topic clusters", clusters.topic_counts
+        before = counts(conn, agent_id)
+        clusters.replace_topics(conn, agent_id, intent)
+    elif isinstance(intent, ReplaceSoftClusters):
+        target, label, counts = "emb_clusters", "soft clusters", clusters.soft_counts
+        before = counts(conn, agent_id)
+        clusters.replace_soft_clusters(conn, agent_id, intent)
+    else:
+        assert isinstance(intent, ReplaceEntityGraph)
+        target, label, counts = "entity_nodes", "entity graph", entities.graph_counts
+        before = counts(conn, agent_id)
+        entities.replace_entity_graph(conn, agent_id, intent)
+    after = counts(conn, agent_id)
+    shown = ", ".join(f"{name} {before[name]} → {after[name]}" for name in after)
+    rec.changes.append(
+        RowChange(REBUILD, target, {"agent_id": agent_id}, before, after, f"rebuilt the {label} whole: {shown}")
+    )
 
 
 def _put_entry(rec: _Recorder, agent_id: str, intent: PutProfile | PutSelfConcept) -> None:
@@ -353,6 +387,11 @@ def _tracked(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if state is None:
         return None
     return {k: v for k, v in state.items() if k not in UNTRACKED and not k.startswith("_")}
+
+
+def rebuilt(changes: Sequence[StoredChange]) -> list[str]:
+    """What the changes replaced whole (the summaries of their rebuilds): such a run cannot be undone."""
+    return [c.summary for c in changes if c.action == REBUILD]
 
 
 def undo_blockers(
@@ -429,4 +468,14 @@ def _delete_narrative(conn: Connection, narrative_id: int) -> None:
     conn.execute(delete(Narrative).where(Narrative.id == narrative_id))
 
 
-__all__ = ["RowChange", "StoredChange", "apply_plan", "check_plan", "snapshot", "undo_blockers", "undo_changes"]
+__all__ = [
+    "REBUILD",
+    "RowChange",
+    "StoredChange",
+    "apply_plan",
+    "check_plan",
+    "rebuilt",
+    "snapshot",
+    "undo_blockers",
+    "undo_changes",
+]

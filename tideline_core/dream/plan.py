@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
+
+if TYPE_CHECKING:
+    from tideline_core.dream.clusters.soft import SoftClusters
+    from tideline_core.dream.clusters.topics import TopicCluster
+    from tideline_core.dream.entities.graph import EntityGraph
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,27 @@ class MoveWatermark:
     to: int  # the last context turn id solidified; never moves back
 
 
+# Derived tables are replaced whole from the memories as they are: recorded by their counts before and
+# after, never row by row, so a run that rebuilds cannot be undone (running the stage again rebuilds them).
+
+
+@dataclass(frozen=True)
+class ReplaceTopics:
+    clusters: tuple[TopicCluster, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ReplaceSoftClusters:
+    model: str
+    clusters: SoftClusters | None  # None: no narrative vectors of `model`, so no soft clusters
+
+
+@dataclass(frozen=True)
+class ReplaceEntityGraph:
+    graph: EntityGraph
+
+
+Rebuild = ReplaceTopics | ReplaceSoftClusters | ReplaceEntityGraph
 Intent = (
     AddNarrative
     | Rescore
@@ -91,6 +118,7 @@ Intent = (
     | PutThread
     | AddSourceLink
     | MoveWatermark
+    | Rebuild
 )
 
 

@@ -5,10 +5,11 @@ nightly chain (the stages marked nightly, in the order listed here), the `tideli
 commands and the `memory_trigger` tool's allowed jobs and description. Adding a stage is one
 entry below plus its function.
 
-A stage function takes a `StageContext` and an agent id, loads that agent's fresh state, runs
-the stage's pure kernel and saves the result in one write transaction, so running it twice gives
-the same result. It returns the figures recorded in `dream_runs` and, optionally, a Markdown
-report for people.
+A stage function takes a `StageContext` and an agent id, loads that agent's fresh state and runs
+the stage's pure kernel; it writes nothing itself. It returns the figures recorded in `dream_runs`,
+the `Plan` of what to change (applied by the runner with the run's record, or in a rolled-back
+transaction for a dry run) and, optionally, a Markdown report for people. Stages that rebuild
+derived tables (recluster, graph) plan the rebuild whole: such a run is recorded, but cannot be undone.
 """
 
 from __future__ import annotations
@@ -136,31 +137,33 @@ def refresh(ctx: StageContext, agent_id: str) -> StageOutput:
 
 
 def recluster(ctx: StageContext, agent_id: str) -> StageOutput:
-    from tideline_core.dream.clusters.store import rebuild_soft_clusters, rebuild_topics
+    from tideline_core.dream.clusters.store import plan_soft_clusters, plan_topics
 
-    topics = rebuild_topics(ctx.db, agent_id)
-    figures: dict[str, Any] = {"narratives": topics.narratives, "topic_clusters": topics.clusters}
+    topics, narratives = plan_topics(ctx.db, agent_id)
+    figures: dict[str, Any] = {"narratives": narratives, "topic_clusters": len(topics.clusters)}
     if ctx.embedder is None:
-        return StageOutput({**figures, "soft_clusters": 0, "soft_clusters_skipped": "no embedder configured"})
-    soft = rebuild_soft_clusters(ctx.db, agent_id, ctx.embedder.model)
-    return StageOutput({**figures, "soft_clusters": soft.clusters, "embedded_narratives": soft.narratives})
+        figures.update(soft_clusters=0, soft_clusters_skipped="no embedder configured")
+        return StageOutput(figures, plan=Plan((topics,)))
+    soft, embedded = plan_soft_clusters(ctx.db, agent_id, ctx.embedder.model)
+    figures.update(soft_clusters=0 if soft.clusters is None else soft.clusters.k, embedded_narratives=embedded)
+    return StageOutput(figures, plan=Plan((topics, soft)))
 
 
 def graph(ctx: StageContext, agent_id: str) -> StageOutput:
-    from tideline_core.dream.entities.store import rebuild_entity_graph
+    from tideline_core.dream.entities.store import plan_entity_graph
 
-    report = rebuild_entity_graph(ctx.db, agent_id, ctx.known_persons)
-    return StageOutput(
-        {
-            "nodes": report.nodes,
-            "edges": report.edges,
-            "problems": len(report.problems),
-            "problem_samples": [
-                {"narrative_id": p.narrative_id, "fragment": p.fragment, "reason": p.reason}
-                for p in report.problems[:MAX_PROBLEMS]
-            ],
-        }
-    )
+    rebuild = plan_entity_graph(ctx.db, agent_id, ctx.known_persons)
+    built = rebuild.graph
+    figures = {
+        "nodes": len(built.nodes),
+        "edges": len(built.edges),
+        "problems": len(built.problems),
+        "problem_samples": [
+            {"narrative_id": p.narrative_id, "fragment": p.fragment, "reason": p.reason}
+            for p in built.problems[:MAX_PROBLEMS]
+        ],
+    }
+    return StageOutput(figures, plan=Plan((rebuild,)))
 
 
 def comb(ctx: StageContext, agent_id: str) -> StageOutput:
@@ -210,13 +213,15 @@ STAGES: tuple[Stage, ...] = (
         "rebuild topic clusters and soft clusters",
         recluster,
         details="Rebuild the agent's topic clusters (jieba keywords, document-frequency filter) and soft clusters "
-        "(k-means over the narrative embeddings).",
+        "(k-means over the narrative embeddings). The clusters are replaced whole: a run cannot be undone (run it "
+        "again instead).",
     ),
     Stage(
         "graph",
         "rebuild the entity graph",
         graph,
-        details="Rebuild the agent's entity graph from every narrative's entities_role and the known persons.",
+        details="Rebuild the agent's entity graph from every narrative's entities_role and the known persons. The "
+        "graph is replaced whole: a run cannot be undone (run it again instead).",
     ),
     Stage(
         "comb",

@@ -20,7 +20,16 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.dream.asking import StageLLM
-from tideline_core.dream.changes import RowChange, StoredChange, apply_plan, key_of, undo_blockers, undo_changes
+from tideline_core.dream.changes import (
+    REBUILD,
+    RowChange,
+    StoredChange,
+    apply_plan,
+    key_of,
+    rebuilt,
+    undo_blockers,
+    undo_changes,
+)
 from tideline_core.dream.registry import Stage, StageContext, StageOutput
 from tideline_core.errors import BudgetExhausted, Conflict, NotFound
 from tideline_core.llm.budget import TokenBudget
@@ -29,6 +38,7 @@ from tideline_core.store.schema import DreamChange, DreamRun, Narrative
 from tideline_core.timeutil import utcnow
 
 RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
+UNDONE = "undone"  # a done run whose changes were restored: what its record says, though the row keeps "done"
 NIGHTLY = "nightly"
 # The run key of a whole dream started by hand is this and the id of the task that started its chain.
 WHOLE_DREAM = "dream:"
@@ -42,7 +52,7 @@ class DreamRunRecord:
     agent_id: str
     day: str
     stage: str
-    status: str
+    status: str  # running, done, undone, skipped or failed
     inputs: dict[str, Any]
     outputs: dict[str, Any]
     error: str
@@ -91,7 +101,9 @@ def _run_row(conn: Connection, agent_id: str, day: str, stage: str, run_key: str
 
 
 def _record(row: Any) -> DreamRunRecord:
-    return as_record(DreamRunRecord, row, inputs=dict(row.inputs or {}), outputs=dict(row.outputs or {}))
+    # Every reader (status, the log, the MCP tools) shows an undone run as undone, not as the "done" it was.
+    status = UNDONE if row.undone_at is not None else row.status
+    return as_record(DreamRunRecord, row, status=status, inputs=dict(row.inputs or {}), outputs=dict(row.outputs or {}))
 
 
 def start_run(
@@ -236,7 +248,7 @@ def run_stage(
         return _dry_run(ctx, stage, agent_id, day)
     with ctx.db.write() as conn:
         earlier = _run_row(conn, agent_id, day, stage.name, run_key)
-        if earlier is not None and earlier.status in (DONE, SKIPPED):
+        if earlier is not None and earlier.status in (DONE, UNDONE, SKIPPED):
             return StageRun(StageOutput(earlier.outputs), run_id=earlier.id, already_done=True)
         start_run(conn, agent_id, day, stage.name, inputs, run_key)
         spent_today = tokens_spent(conn, agent_id, day)
@@ -266,6 +278,8 @@ def _finish(
 ) -> int:
     status = SKIPPED if output.skipped else DONE
     outputs = {**output.figures, "changes": len(changes)}
+    if any(change.action == REBUILD for change in changes):
+        outputs["undoable"] = False
     if output.skipped:
         outputs["skipped"] = output.skipped
     if tokens != (0, 0):
@@ -370,24 +384,38 @@ def run_changes(conn: Connection, run_id: int) -> list[StoredChange]:
 
 
 def undo_run(conn: Connection, agent_id: str, run_id: int) -> tuple[DreamRunRecord, int]:
-    """Restore the exact state before the run for every row it changed; Conflict (saying why) when a later
-    run changed the same rows or they are no longer as the run left them. → (the run, rows restored)."""
+    """Restore the exact state before the run for every row it changed. → (the run, rows restored).
+
+    Conflict, saying why and changing nothing (the run is not marked undone), when it cannot: the run
+    is not a finished one, it changed nothing, it rebuilt derived tables whole, or a later run changed
+    the same rows or they are no longer as the run left them.
+    """
     run = run_by_id(conn, agent_id, run_id)
     if run.undone_at is not None:
         raise Conflict(f"dream run {run_id} was already undone at {run.undone_at.isoformat()}")
     if run.status != DONE:
         raise Conflict(f"dream run {run_id} is {run.status}: only a finished run can be undone")
     changes = run_changes(conn, run_id)
+    if not changes:
+        raise Conflict(f"dream run {run_id} ({run.stage}) recorded no changes: there is nothing to undo")
+    replaced = rebuilt(changes)
+    if replaced:
+        raise Conflict(
+            f"dream run {run_id} ({run.stage}) cannot be undone: it {'; '.join(replaced)}. Those tables are derived "
+            f"from the memories and replaced whole, so there is no earlier state to restore; run {run.stage} again "
+            "to rebuild them from the memories as they are now."
+        )
     later_rows = conn.execute(
         select(DreamChange.__table__)
         .join(DreamRun, DreamRun.id == DreamChange.run_id)
-        .where(DreamChange.agent_id == agent_id, DreamChange.id > (changes[-1].id if changes else 0))
-        .where(DreamChange.run_id != run_id, DreamRun.undone_at.is_(None))
+        .where(DreamChange.agent_id == agent_id, DreamChange.id > changes[-1].id)
+        .where(DreamChange.run_id != run_id, DreamRun.undone_at.is_(None), DreamChange.action != REBUILD)
     ).all()
     blockers = undo_blockers(conn, agent_id, changes, [_stored(r) for r in later_rows])
     if blockers:
         listed = "; ".join(blockers[:5]) + (f"; and {len(blockers) - 5} more" if len(blockers) > 5 else "")
         raise Conflict(f"dream run {run_id} cannot be undone: {listed}. Undo the later runs first, or leave it.")
     restored = undo_changes(conn, agent_id, changes)
-    conn.execute(update(DreamRun).where(DreamRun.id == run_id).values(undone_at=utcnow()))
-    return dataclasses.replace(run, undone_at=utcnow()), restored
+    now = utcnow()
+    conn.execute(update(DreamRun).where(DreamRun.id == run_id).values(undone_at=now))
+    return dataclasses.replace(run, status=UNDONE, undone_at=now), restored

@@ -1,15 +1,17 @@
-"""Topic and soft-cluster rebuilds (each one write transaction, so readers never see half a table) and their reads."""
+"""Topic and soft clusters: planned, swapped in whole in one transaction (never half a table seen), and read."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from tideline_core.dream.clusters.soft import ClusterPair, Route, route, soft_clusters
 from tideline_core.dream.clusters.topics import topic_clusters
+from tideline_core.dream.plan import ReplaceSoftClusters, ReplaceTopics
 from tideline_core.errors import NotFound
 from tideline_core.memory_text import NarrativeFields, narrative_prose
 from tideline_core.store.database import Database
@@ -44,88 +46,119 @@ def _narrative_texts(conn: Connection, agent_id: str) -> list[tuple[int, str]]:
     ]
 
 
-def rebuild_topics(db: Database, agent_id: str) -> RebuildReport:
-    """Recompute the agent's topic clusters and swap them in with one transaction."""
+def plan_topics(db: Database, agent_id: str) -> tuple[ReplaceTopics, int]:
+    """The agent's topic clusters computed from its narratives now (nothing written), and how many narratives."""
     with db.read() as conn:
         texts = _narrative_texts(conn, agent_id)
-    clusters = topic_clusters(texts)
-    now = utcnow()
-    with db.write() as conn:
-        conn.execute(delete(TopicClusterMember).where(TopicClusterMember.agent_id == agent_id))
-        conn.execute(delete(TopicCluster).where(TopicCluster.agent_id == agent_id))
-        for cluster in clusters:
-            cluster_id = conn.execute(
-                insert(TopicCluster)
-                .values(
-                    agent_id=agent_id, keyword=cluster.keyword, label=cluster.keyword, size=cluster.size, built_at=now
-                )
-                .returning(TopicCluster.id)
-            ).scalar_one()
-            conn.execute(
-                insert(TopicClusterMember),
-                [{"cluster_id": cluster_id, "narrative_id": n, "agent_id": agent_id} for n in cluster.narrative_ids],
-            )
-    return RebuildReport(clusters=len(clusters), narratives=len(texts))
+    return ReplaceTopics(tuple(topic_clusters(texts))), len(texts)
 
 
-def rebuild_soft_clusters(db: Database, agent_id: str, model: str) -> RebuildReport:
-    """k-means soft clusters over the agent's narrative vectors of `model`, swapped in atomically."""
+def plan_soft_clusters(db: Database, agent_id: str, model: str) -> tuple[ReplaceSoftClusters, int]:
+    """k-means soft clusters over the agent's narrative vectors of `model` (nothing written), and how many vectors."""
     with db.read() as conn:
         batch = vectors_after(conn, agent_id, "narrative", model)
         texts = dict(_narrative_texts(conn, agent_id))
     ids, matrix = batch.row_ids, batch.matrix
     if matrix is None or not ids:
-        vectors = np.zeros((0, 1), dtype=np.float32)
-    else:
-        # A re-embedded row appears twice in an id-ordered scan only if two models coexist; keep the last.
-        last: dict[int, int] = {row: i for i, row in enumerate(ids)}
-        ids = list(last)
-        vectors = matrix[list(last.values())]
-    result = soft_clusters(ids, vectors, texts={i: texts.get(i, "") for i in ids}) if ids else None
+        return ReplaceSoftClusters(model, None), 0
+    # A re-embedded row appears twice in an id-ordered scan only if two models coexist; keep the last.
+    last: dict[int, int] = {row: i for i, row in enumerate(ids)}
+    ids = list(last)
+    vectors = matrix[list(last.values())]
+    return ReplaceSoftClusters(model, soft_clusters(ids, vectors, texts={i: texts.get(i, "") for i in ids})), len(ids)
+
+
+def topic_counts(conn: Connection, agent_id: str) -> dict[str, int]:
+    return {"clusters": _count(conn, TopicCluster, agent_id), "members": _count(conn, TopicClusterMember, agent_id)}
+
+
+def soft_counts(conn: Connection, agent_id: str) -> dict[str, int]:
+    return {
+        "clusters": _count(conn, EmbeddingCluster, agent_id),
+        "members": _count(conn, EmbeddingClusterMember, agent_id),
+        "adjacent_pairs": _count(conn, EmbeddingClusterAdjacency, agent_id),
+    }
+
+
+def _count(conn: Connection, table: Any, agent_id: str) -> int:
+    return int(conn.execute(select(func.count()).select_from(table).where(table.agent_id == agent_id)).scalar_one())
+
+
+def replace_topics(conn: Connection, agent_id: str, intent: ReplaceTopics) -> None:
+    """Swap the agent's topic clusters for the planned ones, in the caller's transaction."""
     now = utcnow()
-    with db.write() as conn:
-        conn.execute(delete(EmbeddingClusterAdjacency).where(EmbeddingClusterAdjacency.agent_id == agent_id))
-        conn.execute(delete(EmbeddingClusterMember).where(EmbeddingClusterMember.agent_id == agent_id))
-        conn.execute(delete(EmbeddingCluster).where(EmbeddingCluster.agent_id == agent_id))
-        if result is None:
-            return RebuildReport(clusters=0, narratives=0)
-        id_of: dict[int, int] = {}
-        for label in range(result.k):
-            id_of[label] = conn.execute(
-                insert(EmbeddingCluster)
-                .values(
-                    agent_id=agent_id,
-                    label=label,
-                    name=result.names[label],
-                    size=result.sizes[label],
-                    model=model,
-                    centroid=to_blob(result.centroids[label]),
-                    built_at=now,
-                )
-                .returning(EmbeddingCluster.id)
-            ).scalar_one()
+    conn.execute(delete(TopicClusterMember).where(TopicClusterMember.agent_id == agent_id))
+    conn.execute(delete(TopicCluster).where(TopicCluster.agent_id == agent_id))
+    for cluster in intent.clusters:
+        cluster_id = conn.execute(
+            insert(TopicCluster)
+            .values(agent_id=agent_id, keyword=cluster.keyword, label=cluster.keyword, size=cluster.size, built_at=now)
+            .returning(TopicCluster.id)
+        ).scalar_one()
         conn.execute(
-            insert(EmbeddingClusterMember),
-            [
-                {
-                    "cluster_id": id_of[m.cluster],
-                    "narrative_id": m.narrative_id,
-                    "agent_id": agent_id,
-                    "rank": m.rank,
-                    "distance": m.distance,
-                }
-                for m in result.memberships
-            ],
+            insert(TopicClusterMember),
+            [{"cluster_id": cluster_id, "narrative_id": n, "agent_id": agent_id} for n in cluster.narrative_ids],
         )
-        if result.adjacency:
-            conn.execute(
-                insert(EmbeddingClusterAdjacency),
-                [
-                    {"agent_id": agent_id, "cluster_a": p.a, "cluster_b": p.b, "shared": p.shared}
-                    for p in result.adjacency
-                ],
+
+
+def replace_soft_clusters(conn: Connection, agent_id: str, intent: ReplaceSoftClusters) -> None:
+    """Swap the agent's soft clusters for the planned ones, in the caller's transaction."""
+    conn.execute(delete(EmbeddingClusterAdjacency).where(EmbeddingClusterAdjacency.agent_id == agent_id))
+    conn.execute(delete(EmbeddingClusterMember).where(EmbeddingClusterMember.agent_id == agent_id))
+    conn.execute(delete(EmbeddingCluster).where(EmbeddingCluster.agent_id == agent_id))
+    result = intent.clusters
+    if result is None:
+        return
+    now = utcnow()
+    id_of: dict[int, int] = {}
+    for label in range(result.k):
+        id_of[label] = conn.execute(
+            insert(EmbeddingCluster)
+            .values(
+                agent_id=agent_id,
+                label=label,
+                name=result.names[label],
+                size=result.sizes[label],
+                model=intent.model,
+                centroid=to_blob(result.centroids[label]),
+                built_at=now,
             )
-    return RebuildReport(clusters=result.k, narratives=len(ids))
+            .returning(EmbeddingCluster.id)
+        ).scalar_one()
+    conn.execute(
+        insert(EmbeddingClusterMember),
+        [
+            {
+                "cluster_id": id_of[m.cluster],
+                "narrative_id": m.narrative_id,
+                "agent_id": agent_id,
+                "rank": m.rank,
+                "distance": m.distance,
+            }
+            for m in result.memberships
+        ],
+    )
+    if result.adjacency:
+        conn.execute(
+            insert(EmbeddingClusterAdjacency),
+            [{"agent_id": agent_id, "cluster_a": p.a, "cluster_b": p.b, "shared": p.shared} for p in result.adjacency],
+        )
+
+
+def rebuild_topics(db: Database, agent_id: str) -> RebuildReport:
+    """Compute and swap in the agent's topic clusters at once, outside any dream run (tests, benches)."""
+    intent, narratives = plan_topics(db, agent_id)
+    with db.write() as conn:
+        replace_topics(conn, agent_id, intent)
+    return RebuildReport(clusters=len(intent.clusters), narratives=narratives)
+
+
+def rebuild_soft_clusters(db: Database, agent_id: str, model: str) -> RebuildReport:
+    """Compute and swap in the agent's soft clusters at once, outside any dream run (tests, benches)."""
+    intent, narratives = plan_soft_clusters(db, agent_id, model)
+    with db.write() as conn:
+        replace_soft_clusters(conn, agent_id, intent)
+    return RebuildReport(clusters=0 if intent.clusters is None else intent.clusters.k, narratives=narratives)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The entity graph: rebuilt from every narrative's `entities_role`, read by entity, pair or top nodes."""
+"""The entity graph: planned from every narrative's `entities_role`, swapped in whole, read by entity, pair or top."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, or_, select
+from sqlalchemy import Connection, Row, delete, func, insert, or_, select
 
 from tideline_core.dream.entities.graph import EntityMention, ParseProblem, build_graph
+from tideline_core.dream.plan import ReplaceEntityGraph
 from tideline_core.store.database import Database
 from tideline_core.store.schema import EntityEdge, EntityNode, Narrative
 
@@ -20,50 +21,74 @@ class GraphReport:
     problems: tuple[ParseProblem, ...]
 
 
-def rebuild_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -> GraphReport:
+def plan_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -> ReplaceEntityGraph:
+    """The agent's entity graph computed from its narratives now (nothing written)."""
     with db.read() as conn:
         rows = conn.execute(
             select(Narrative.id, Narrative.occurred_at, Narrative.entities_role, Narrative.related_entities)
             .where(Narrative.agent_id == agent_id)
             .order_by(Narrative.id)
         ).all()
-    graph = build_graph(
-        [EntityMention(r.id, r.occurred_at, r.entities_role, tuple(r.related_entities or ())) for r in rows], aliases
+    return ReplaceEntityGraph(
+        build_graph(
+            [EntityMention(r.id, r.occurred_at, r.entities_role, tuple(r.related_entities or ())) for r in rows],
+            aliases,
+        )
     )
+
+
+def graph_counts(conn: Connection, agent_id: str) -> dict[str, int]:
+    count = {
+        name: conn.execute(select(func.count()).select_from(table).where(table.agent_id == agent_id)).scalar_one()
+        for name, table in (("nodes", EntityNode), ("edges", EntityEdge))
+    }
+    return {name: int(n) for name, n in count.items()}
+
+
+def replace_entity_graph(conn: Connection, agent_id: str, intent: ReplaceEntityGraph) -> None:
+    """Swap the agent's entity graph for the planned one, in the caller's transaction."""
+    graph = intent.graph
+    conn.execute(delete(EntityEdge).where(EntityEdge.agent_id == agent_id))
+    conn.execute(delete(EntityNode).where(EntityNode.agent_id == agent_id))
+    if graph.nodes:
+        conn.execute(
+            insert(EntityNode),
+            [
+                {
+                    "agent_id": agent_id,
+                    "name": n.name,
+                    "mentions": n.mentions,
+                    "known": n.known,
+                    "roles": dict(n.roles),
+                    "first_seen": n.first_seen,
+                    "last_seen": n.last_seen,
+                }
+                for n in graph.nodes
+            ],
+        )
+    if graph.edges:
+        conn.execute(
+            insert(EntityEdge),
+            [
+                {
+                    "agent_id": agent_id,
+                    "source": e.source,
+                    "target": e.target,
+                    "source_role": e.source_role,
+                    "target_role": e.target_role,
+                    "count": e.count,
+                }
+                for e in graph.edges
+            ],
+        )
+
+
+def rebuild_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -> GraphReport:
+    """Compute and swap in the agent's entity graph at once, outside any dream run (tests, benches)."""
+    intent = plan_entity_graph(db, agent_id, aliases)
     with db.write() as conn:
-        conn.execute(delete(EntityEdge).where(EntityEdge.agent_id == agent_id))
-        conn.execute(delete(EntityNode).where(EntityNode.agent_id == agent_id))
-        if graph.nodes:
-            conn.execute(
-                insert(EntityNode),
-                [
-                    {
-                        "agent_id": agent_id,
-                        "name": n.name,
-                        "mentions": n.mentions,
-                        "known": n.known,
-                        "roles": dict(n.roles),
-                        "first_seen": n.first_seen,
-                        "last_seen": n.last_seen,
-                    }
-                    for n in graph.nodes
-                ],
-            )
-        if graph.edges:
-            conn.execute(
-                insert(EntityEdge),
-                [
-                    {
-                        "agent_id": agent_id,
-                        "source": e.source,
-                        "target": e.target,
-                        "source_role": e.source_role,
-                        "target_role": e.target_role,
-                        "count": e.count,
-                    }
-                    for e in graph.edges
-                ],
-            )
+        replace_entity_graph(conn, agent_id, intent)
+    graph = intent.graph
     return GraphReport(nodes=len(graph.nodes), edges=len(graph.edges), problems=graph.problems)
 
 
