@@ -2,9 +2,10 @@
 
 A stage that changes memory does not write: it returns a `Plan` (narratives to add, scores to
 change, narratives to supersede, profile and self-concept entries to put, threads to open or
-close, inferred source links to add, the scan watermark to move). `apply_plan` carries it out inside the caller's write
-transaction and returns one `RowChange` per row it touched, with the row's full state before and
-after: that list is the run's reviewable diff (`dream_changes`), and undo writes each `before`
+close, inferred source links to add, the scan watermark to move). `apply_plan` carries it out
+inside the caller's write transaction and returns one `RowChange` per row it touched, with the
+row's full state before and after: that list is the run's reviewable diff (`dream_changes`), and
+undo writes each `before`
 back (or deletes what was inserted) in reverse order.
 
 Every intent is checked against the store inside the same transaction: a narrative, thread or
