@@ -302,7 +302,9 @@ class DreamRun(Result):
     id: int = Field(description="the run's id: memory_dream_log(run_id=...) shows every change it applied")
     stage: str
     day: str
-    status: str = Field(description="running, done, skipped (with why in outputs.skipped) or failed")
+    status: str = Field(
+        description="running, done, undone (its changes restored), skipped (why in outputs.skipped) or failed"
+    )
     trigger: str = Field(description="manual or nightly")
     run_key: str = Field(description="nightly (the chain's run of the day), or the task id of a manual run")
     outputs: dict[str, Any] = Field(description="the stage's figures (counts; changes = rows it changed)")

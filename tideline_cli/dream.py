@@ -25,7 +25,11 @@ dream_runs what it did and the exact rows it changed, so a run can be reviewed a
 --dry-run computes what each stage would change and writes nothing (it waits for the answer). Without
 --stage it dry-runs every nightly stage in turn, each against the memory as it is now (so a later
 stage does not see what an earlier one would write). Stages that ask an LLM are skipped, saying why,
-when none is configured (TIDELINE_LLM_URL, TIDELINE_LLM_MODEL); solidify then works extractively."""
+when none is configured (TIDELINE_LLM_URL, TIDELINE_LLM_MODEL); solidify then works extractively.
+
+recluster and graph replace derived tables whole (clusters, the entity graph): `show` lists each
+rebuild with its counts before and after, and `undo` refuses such a run, saying why (run the stage
+again instead), as it refuses a run that changed nothing; a refused undo changes nothing."""
 
 
 def add_parser(sub: Any) -> None:
@@ -49,7 +53,9 @@ def add_parser(sub: Any) -> None:
     show = actions.add_parser("show", help="one run and every change it applied")
     _common(show)
     show.add_argument("run", type=int, help="the run id (from `tideline dream log`)")
-    undo = actions.add_parser("undo", help="restore every row the run changed to its state before it")
+    undo = actions.add_parser(
+        "undo", help="restore every row the run changed to its state before it (refused, saying why, when it cannot)"
+    )
     _common(undo)
     undo.add_argument("run", type=int, help="the run id (from `tideline dream log`)")
 

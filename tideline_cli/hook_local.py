@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from tideline_core.compose import compose
 from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, respond
-from tideline_core.service import JobQueue, Service
+from tideline_core.service import JobQueue, Service, TaskResult
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
 
@@ -98,6 +98,9 @@ class HookJobs:
 
     def start_dream(self, agent_id: str) -> str | None:
         return self._queue().start_dream(agent_id)
+
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
+        return self._queue().task_result(task_id, wait)
 
     def queue_depths(self) -> dict[str, int] | None:
         return self._queue().queue_depths()

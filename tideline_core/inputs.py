@@ -321,9 +321,13 @@ class HeatmapQuery(_Input):
     days: StrictInt = Field(default=7, ge=1, le=365)
 
 
+MAX_TRIGGER_WAIT = 300  # seconds a caller may wait for a stage's result
+
+
 class TriggerIn(_Input):
     job: str = Field(min_length=1, max_length=32)
     dry_run: StrictBool = False
+    wait: StrictInt | None = Field(default=None, ge=0, le=MAX_TRIGGER_WAIT)  # seconds; None: a dry run's default
 
 
 class DreamLogQuery(_Input):

@@ -20,6 +20,7 @@ from celery import Celery
 from kombu.exceptions import KombuError
 from redis.exceptions import RedisError
 
+from tideline_core.service.jobs import TaskResult, TaskState
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
 from workers import locks
@@ -35,6 +36,9 @@ EMBED_MARK_SECONDS = 600
 WORKERS_MEMO_SECONDS = 1.0
 OUTBOX_LIMIT = 10_000  # attention logs waiting for their publish
 CLOSE_SECONDS = 5.0
+RESULT_POLL_SECONDS = 0.2
+# Celery's task states as the service names them (a state not listed, e.g. REVOKED, is a failure).
+STATES: dict[str, TaskState] = {"PENDING": "queued", "RECEIVED": "queued", "STARTED": "running", "RETRY": "retrying"}
 
 
 def embed_mark(agent_id: str) -> str:
@@ -88,6 +92,8 @@ class CeleryJobQueue:
         self._workers_seen: tuple[float, dict[str, list[str]]] | None = None
         self._outbox: queue.Queue[tuple[TaskName, dict[str, Any]] | None] = queue.Queue(maxsize=OUTBOX_LIMIT)
         self._publisher: threading.Thread | None = None
+        self._url, self._socket_timeout = url, socket_timeout
+        self._results: Celery | None = None
 
     # -- circuit breaker --
     def _circuit_open(self) -> bool:
@@ -185,6 +191,41 @@ class CeleryJobQueue:
             return False
         return True
 
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
+        """Polls the result backend (one GET a poll), never subscribing, so any thread may wait."""
+        deadline = time.monotonic() + wait
+        while True:
+            if self._circuit_open():
+                return None
+            try:
+                meta = self._results_app().backend.get_task_meta(task_id)
+            except _BROKER_ERRORS as exc:
+                self._trip("read a task result", exc)
+                return None
+            status = str(meta.get("status", "PENDING"))
+            if status == "SUCCESS":
+                return TaskResult("finished", meta.get("result"))
+            if status not in STATES:
+                error = meta.get("result")
+                return TaskResult("failed", error=f"{type(error).__name__}: {error}" if error else status.lower())
+            if time.monotonic() >= deadline:
+                return TaskResult(STATES[status])
+            time.sleep(min(RESULT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+    def _results_app(self) -> Celery:
+        # Results are read through an app of their own: an app with a result backend subscribes to every
+        # task it sends, and the publishing app sends a task for each write.
+        with self._lock:
+            if self._results is None:
+                self._results = Celery("tideline-results", broker=self._url, backend=self._url, set_as_current=False)
+                self._results.conf.update(
+                    result_serializer="json",
+                    accept_content=["json"],
+                    redis_socket_timeout=self._socket_timeout,
+                    redis_socket_connect_timeout=self._socket_timeout,
+                )
+            return self._results
+
     def queue_depths(self) -> dict[str, int] | None:
         if self._circuit_open():
             return None
@@ -227,3 +268,5 @@ class CeleryJobQueue:
             self._publisher.join(timeout=CLOSE_SECONDS)
         self._redis.close()
         self._app.close()
+        if self._results is not None:
+            self._results.close()

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 
 from mcp_server.models import DreamRun
-from mcp_server.models_dream import DreamChange, DreamLog, TriggerResult
+from mcp_server.models_dream import DreamChange, DreamLog, StageResult, TriggerResult
 from mcp_server.tools._edge import READ, app_of, described, given, offload, spec, tool_errors
 from tideline_core.dream import STAGES
 from tideline_core.inputs import DreamLogQuery, TriggerIn, parse
@@ -33,6 +33,10 @@ Job = Annotated[
 DryRun = Annotated[
     Any, spec(TriggerIn, "dry_run", "true: compute the stage's changes and write nothing (one stage, not dream).")
 ]
+Wait = Annotated[
+    Any,
+    spec(TriggerIn, "wait", "Seconds to wait for one stage's result, 0–300 (default: 60 for a dry run, 0 otherwise)."),
+]
 Limit = Annotated[Any, spec(DreamLogQuery, "limit", "How many runs, newest first, integer 1–200 (default 20).")]
 Stage = Annotated[Any, spec(DreamLogQuery, "stage", "Only runs of this stage.")]
 RunId = Annotated[Any, spec(DreamLogQuery, "run_id", "One run (its id from the list): every change it applied.")]
@@ -41,21 +45,30 @@ TRIGGER_DESCRIPTION = (
     "Start your dream, or one of its stages, now instead of waiting for the night.\n\n"
     "Jobs:\n- dream: every nightly stage below, in order\n"
     + "".join(f"- {stage.name}: {stage.summary}\n" for stage in STAGES)
-    + "\nThe job runs in the background; this returns its task id at once. Each stage's run, its figures and "
-    "the changes it applied appear in memory_dream_log (and memory_status). Stages marked LLM are skipped, "
-    "saying why, when no LLM is configured. With dry_run (one stage), nothing is written: the task's result "
-    "lists the changes it would make. Refused while your nightly dream is running: try again later.\n\n"
-    "Returns the `task_id` (also visible in Flower), the `job` and your `agent`."
+    + "\nThe job runs in the background. Each stage's run, its figures and the changes it applied appear in "
+    "memory_dream_log (and memory_status). Stages marked LLM are skipped, saying why, when no LLM is configured. "
+    "With dry_run (one stage) nothing is written or recorded: this waits for the stage and returns the changes "
+    "it would make. With `wait`, it waits that long for one stage's result. Refused while your nightly dream is "
+    "running: try again later.\n\n"
+    "Returns the `task_id` (also visible in Flower), the `job`, your `agent`, the `state` and, once finished, the "
+    "`result` (its `changes` and figures) or the `error`."
 )
 
 
-async def memory_trigger(ctx: Context, job: Job, dry_run: DryRun = None) -> TriggerResult:
+async def memory_trigger(ctx: Context, job: Job, dry_run: DryRun = None, wait: Wait = None) -> TriggerResult:
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
-        request = parse(TriggerIn, given(job=job, dry_run=dry_run))
-        task_id = await offload(app.service.trigger, agent, request.job, dry_run=request.dry_run)
-    return TriggerResult(agent=agent, job=request.job, task_id=task_id, dry_run=request.dry_run)
+        request = parse(TriggerIn, given(job=job, dry_run=dry_run, wait=wait))
+        started = await offload(
+            app.service.trigger_and_wait, agent, request.job, dry_run=request.dry_run, wait=request.wait
+        )
+    outcome = started.outcome
+    result = TriggerResult(agent=agent, job=request.job, task_id=started.task_id, dry_run=request.dry_run)
+    if outcome is None:
+        return result
+    finished = StageResult.of_task(outcome.value) if outcome.state == "finished" else None
+    return result.model_copy(update={"state": outcome.state, "result": finished, "error": outcome.error or None})
 
 
 async def memory_dream_log(ctx: Context, limit: Limit = None, stage: Stage = None, run_id: RunId = None) -> DreamLog:

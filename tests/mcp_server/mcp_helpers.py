@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from mcp_server.app import http_app
+from tideline_core.service import TaskResult
 from tideline_core.settings import Settings
 
 
@@ -25,6 +26,7 @@ class RecordingJobQueue:
     embeds: list[str] = field(default_factory=list)
     attention: list[tuple[str, list[tuple[int, float | None]], str]] = field(default_factory=list)
     stages: list[tuple[str, str]] = field(default_factory=list)
+    waits: list[tuple[str, float]] = field(default_factory=list)  # (task id, seconds) of every wait for a result
     live: dict[str, list[str]] | None = field(default_factory=dict)  # the workers it reports (None: unreachable)
 
     def embed(self, agent_id: str, *, again: bool = False) -> bool:
@@ -41,6 +43,10 @@ class RecordingJobQueue:
 
     def start_dream(self, agent_id: str) -> str | None:
         return self.start_stage(agent_id, "dream")
+
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
+        self.waits.append((task_id, wait))
+        return TaskResult("queued")
 
     def queue_depths(self) -> dict[str, int] | None:
         return {"ingest": 0, "dream": 0}

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from cli_helpers import tideline
-from dream_helpers import dump, record_day
+from dream_helpers import checksums, dump, record_day
 
 from tideline_core.compose import compose
+from tideline_core.dream.runs import NIGHTLY
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
@@ -65,3 +66,50 @@ def test_bad_input_to_the_dream_commands_is_refused_naming_what_is_wrong(
     assert missing.returncode == 2 and "dream run 99 does not exist for agent alice" in missing.stderr
     bare = tideline(env, "dream")
     assert bare.returncode == 2 and "say --now" in bare.stderr
+
+
+def test_undo_restores_what_it_can_refuses_what_it_cannot_saying_why_and_status_shows_each_run_as_it_is(
+    env: dict[str, str], settings: Settings, database: Database, celery_worker: Any, celery_jobs: Any
+) -> None:
+    service = compose(settings, jobs=celery_jobs, database=database, llm=None)
+    record_day(service, "alice")
+    runs = {
+        stage: service.run_stage(stage, "alice", trigger="nightly", task_id=f"t-{stage}", run_key=NIGHTLY)["run_id"]
+        for stage in ("scan", "solidify", "refresh", "recluster")
+    }
+    before = checksums(database)
+    dry = tideline(env, "dream", "--now", "--stage", "recluster", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "recluster: dry run, nothing written" in dry.stdout and "rebuild topic_clusters" in dry.stdout
+    assert checksums(database) == before
+
+    shown = tideline(env, "dream", "show", str(runs["recluster"]))
+    assert "rebuild topic_clusters agent_id=alice: rebuilt the topic clusters whole" in shown.stdout
+    rebuilt = tideline(env, "dream", "undo", str(runs["recluster"]))
+    assert rebuilt.returncode == 2 and "cannot be undone: it rebuilt the topic clusters whole" in rebuilt.stderr
+    assert "run recluster again" in rebuilt.stderr
+    nothing = tideline(env, "dream", "undo", str(runs["scan"]))
+    assert nothing.returncode == 2 and "recorded no changes: there is nothing to undo" in nothing.stderr
+    assert checksums(database) == before  # a refused undo changes nothing, the run's record included
+    for stage in ("refresh", "solidify"):
+        undone = tideline(env, "dream", "undo", str(runs[stage]))
+        assert undone.returncode == 0 and "changes restored" in undone.stdout, undone.stderr
+
+    status = tideline(env, "status")
+    assert status.returncode == 0, status.stderr
+    for stage, state in (("scan", "done"), ("solidify", "undone"), ("refresh", "undone"), ("recluster", "done")):
+        assert f"    {stage}: {state}\n" in status.stdout
+    shown_json = json.loads(tideline(env, "status", "--json").stdout)
+    assert [(s["stage"], s["status"]) for s in shown_json["last_dream"]["stages"]] == [
+        ("scan", "done"),
+        ("solidify", "undone"),
+        ("refresh", "undone"),
+        ("recluster", "done"),
+    ]
+    log = json.loads(tideline(env, "dream", "log", "--json").stdout)
+    assert {r["stage"]: r["status"] for r in log} == {
+        "scan": "done",
+        "solidify": "undone",
+        "refresh": "undone",
+        "recluster": "done",
+    }

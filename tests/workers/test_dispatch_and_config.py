@@ -20,6 +20,7 @@ def test_a_dead_broker_costs_one_fast_failure_then_the_circuit_stays_open(make_s
     assert dispatcher.log_attention("alice", [(1, 0.9)], "t1") is False
     assert dispatcher.start_stage("alice", "recluster") is None
     assert dispatcher.queue_depths() is None and dispatcher.workers() is None
+    assert dispatcher.task_result("some-task", 30) is None
     assert time.monotonic() - started < 0.5
     dispatcher.close()
 
@@ -30,6 +31,19 @@ def test_the_dispatcher_sees_queued_work_and_the_live_worker(
     assert celery_jobs.queue_depths() == {"ingest": 0, "dream": 0}
     workers = celery_jobs.workers()
     assert workers is not None and list(workers.values()) == [["dream", "ingest"]]
+
+
+def test_a_task_waited_for_gives_its_result_or_why_it_failed(
+    settings: Settings, database: Any, celery_worker: Any, celery_jobs: CeleryJobQueue
+) -> None:
+    task_id = celery_jobs.start_stage("alice", "refresh", dry_run=True)
+    assert task_id is not None
+    done = celery_jobs.task_result(task_id, 60)
+    assert done is not None and done.state == "finished" and done.value["dry_run"] is True
+    failing = celery_jobs.start_stage("alice", "explode")
+    assert failing is not None
+    failed = celery_jobs.task_result(failing, 60)
+    assert failed is not None and failed.state == "failed" and "job" in failed.error and "explode" in failed.error
 
 
 def test_attention_logs_published_in_the_background_all_reach_the_queue_by_close(settings: Settings) -> None:

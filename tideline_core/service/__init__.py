@@ -14,10 +14,10 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
 """
 
-from tideline_core.service.dream import DreamOps, DreamRunView, UndoReport, change_dict
+from tideline_core.service.dream import DreamOps, DreamRunView, Triggered, UndoReport, change_dict
 from tideline_core.service.importing import ImportObserver, ImportOps, SessionsImported
 from tideline_core.service.inject import InjectOps
-from tideline_core.service.jobs import JobQueue, NullJobQueue
+from tideline_core.service.jobs import JobQueue, NullJobQueue, TaskResult
 from tideline_core.service.knowledge import KnowledgeOps
 from tideline_core.service.memory import MemoryOps
 from tideline_core.service.organize import OrganizeOps
@@ -54,8 +54,10 @@ __all__ = [
     "SessionsImported",
     "SoftClustersView",
     "StatusReport",
+    "TaskResult",
     "TopicView",
     "TopicsView",
+    "Triggered",
     "TurnsRecorded",
     "UndoReport",
     "change_dict",

@@ -19,10 +19,12 @@ from tideline_core.dream.runs import (
 )
 from tideline_core.errors import BrokerUnavailable, InvalidInput
 from tideline_core.service.base import ServiceParts
+from tideline_core.service.jobs import TaskResult
 
 DREAM = "dream"  # the whole nightly chain, as a job of `trigger`
 MAX_LOG = 200
 CHANGES_IN_RESULT = 50  # a task's result lists this many changes; `dream show` lists them all
+DRY_RUN_WAIT = 60.0  # seconds a dry run is waited for when the caller does not say: its changes are its answer
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,14 @@ def change_dict(change: RowChange | StoredChange) -> dict[str, Any]:
         "before": None if change.before is None else dict(change.before),
         "after": after,
     }
+
+
+@dataclass(frozen=True)
+class Triggered:
+    """A job started now and, when it was waited for, where it stands: its result once finished."""
+
+    task_id: str
+    outcome: TaskResult | None = None  # None: not waited for, or the queue did not answer the wait
 
 
 class DreamOps(ServiceParts):
@@ -111,6 +121,22 @@ class DreamOps(ServiceParts):
         if task_id is None:
             raise BrokerUnavailable("the task queue is unreachable, so nothing was started; try again later")
         return task_id
+
+    def trigger_and_wait(
+        self, agent_id: str, job: str, *, dry_run: bool = False, wait: float | None = None
+    ) -> Triggered:
+        """`trigger`, then wait up to `wait` seconds for the stage's result (its changes, for a dry run).
+
+        Without `wait`, a dry run is waited for up to DRY_RUN_WAIT seconds and a real run not at all.
+        Waiting is for one stage: the whole dream's task only starts its chain (InvalidInput).
+        """
+        if job == DREAM and wait:
+            raise InvalidInput("wait", "waiting is for one stage; the whole dream's runs are in the dream log")
+        task_id = self.trigger(agent_id, job, dry_run=dry_run)
+        seconds = (DRY_RUN_WAIT if dry_run else 0.0) if wait is None else wait
+        if seconds <= 0:
+            return Triggered(task_id)
+        return Triggered(task_id, self.jobs.task_result(task_id, seconds))
 
     def dream_log(self, agent_id: str, *, limit: int = 20, stage: str | None = None) -> list[DreamRunRecord]:
         """The agent's dream runs, newest first."""

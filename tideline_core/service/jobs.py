@@ -7,7 +7,19 @@ when the queue is unreachable, and the reconciler asks for its work again later 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+TaskState = Literal["queued", "running", "retrying", "finished", "failed"]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Where a task stands: its result once finished, its error once failed."""
+
+    state: TaskState
+    value: Any = None  # what the task returned (JSON values), once finished
+    error: str = ""  # why it failed
 
 
 class JobQueue(Protocol):
@@ -36,6 +48,11 @@ class JobQueue(Protocol):
         run that starts the chain, or None when the queue is unreachable. Raises Conflict while one runs."""
         ...
 
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
+        """The task's result, waiting up to `wait` seconds for it to finish (its state so far when it has
+        not); None when the queue is unreachable."""
+        ...
+
     def queue_depths(self) -> dict[str, int] | None:
         """Jobs waiting per queue, or None when the queue is unreachable."""
         ...
@@ -58,6 +75,9 @@ class NullJobQueue:
         return None
 
     def start_dream(self, agent_id: str) -> str | None:
+        return None
+
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
         return None
 
     def queue_depths(self) -> dict[str, int] | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 
 from tideline_core.errors import Conflict
-from tideline_core.service import Service
+from tideline_core.service import Service, TaskResult
 from tideline_core.store.schema import ContextTurn, Narrative
 
 
@@ -21,6 +21,7 @@ class FakeQueue:
     embeds: list[str] = field(default_factory=list)
     attention: list[tuple[str, list[tuple[int, float | None]], str]] = field(default_factory=list)
     stages: list[tuple[str, str]] = field(default_factory=list)
+    waits: list[tuple[str, float]] = field(default_factory=list)  # (task id, seconds) of every wait for a result
     rows_seen_at_enqueue: list[int] = field(default_factory=list)
     service: Service | None = None
 
@@ -46,6 +47,10 @@ class FakeQueue:
 
     def start_dream(self, agent_id: str) -> str | None:
         return self.start_stage(agent_id, "dream")
+
+    def task_result(self, task_id: str, wait: float) -> TaskResult | None:
+        self.waits.append((task_id, wait))
+        return TaskResult("queued")
 
     def queue_depths(self) -> dict[str, int] | None:
         return {"ingest": 0, "dream": 0} if self.up else None
