@@ -126,7 +126,14 @@ BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
         "threads",
     ),
     ("unknown thread status", "memory_write_thread", {"title": "t", "status": "paused"}, "status", "'open'", "threads"),
-    ("empty snapshot", "memory_write_snapshot", {"content": ""}, "content", "must not be empty or only whitespace", "snapshots"),
+    (
+        "empty snapshot",
+        "memory_write_snapshot",
+        {"content": ""},
+        "content",
+        "must not be empty or only whitespace",
+        "snapshots",
+    ),
     (
         "amendment to id 0",
         "memory_amend",
