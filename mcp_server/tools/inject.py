@@ -136,21 +136,19 @@ async def complete(
     app: AppContext, ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument
 ) -> Completion:
     """Completions for the prompt's `session_id` (the caller's latest sessions) and the template's `agent` (the
-    caller alone); anything else is an unknown name (invalid params)."""
+    caller alone).
+
+    Anything else completes to nothing rather than an error: a client asks for completions as the
+    user types, where an empty list is the answer it can use (and what MCP's conformance suite asks).
+    """
     agent = app.resolve_agent()
-    if isinstance(ref, PromptReference):
-        if ref.name != PROMPT:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {ref.name}; the prompt is {PROMPT}")
-        if argument.name != "session_id":
-            raise MCPError(code=INVALID_PARAMS, message=invalid(argument.name, f"is not an argument of {PROMPT}"))
+    if isinstance(ref, PromptReference) and (ref.name, argument.name) == (PROMPT, "session_id"):
         with request_errors():
             sessions = await offload(app.service.recent_sessions, agent, argument.value, limit=COMPLETIONS + 1)
         return Completion(values=sessions[:COMPLETIONS], has_more=len(sessions) > COMPLETIONS)
-    if ref.uri != TEMPLATE:
-        raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource template: {ref.uri}; the template is {TEMPLATE}")
-    if argument.name != "agent":
-        raise MCPError(code=INVALID_PARAMS, message=invalid(argument.name, f"is not a parameter of {TEMPLATE}"))
-    return Completion(values=[agent] if agent.startswith(argument.value) else [], has_more=False)
+    if isinstance(ref, ResourceTemplateReference) and (ref.uri, argument.name) == (TEMPLATE, "agent"):
+        return Completion(values=[agent] if agent.startswith(argument.value) else [], has_more=False)
+    return Completion(values=[], has_more=False)
 
 
 def register(server: MCPServer) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 from mcp_helpers import RecordingJobQueue, call, serving
 from mcp_types import PromptReference, ResourceTemplateReference
 from test_http import ALICE_TOKEN, BOB_TOKEN, as_agent, token_settings  # noqa: F401 (a fixture)
@@ -64,19 +63,19 @@ async def test_the_templates_agent_completes_to_the_caller_alone(
         assert await agents(client, "b") == []
 
 
-async def test_completing_what_is_not_there_is_invalid_params(
+async def test_completing_what_tideline_does_not_offer_gives_nothing(
     local_settings: Settings, dispatcher: RecordingJobQueue
 ) -> None:
     async with Client(create_server(local_settings, jobs=dispatcher)) as client:
-        for ref, argument, words in (
-            (PromptReference(type="ref/prompt", name="nope"), "session_id", "Unknown prompt: nope"),
-            (PROMPT, "budget", "invalid input: budget: is not an argument of tideline_session_start"),
-            (ResourceTemplateReference(type="ref/resource", uri="tideline://x/{y}"), "y", "Unknown resource template"),
-            (TEMPLATE, "who", "invalid input: who: is not a parameter of tideline://inject/{agent}"),
+        await call(client, "context_record", role="user", content="hi", session_id="s1")
+        for ref, argument in (
+            (PromptReference(type="ref/prompt", name="test_prompt_with_arguments"), "session_id"),
+            (PROMPT, "arg1"),
+            (ResourceTemplateReference(type="ref/resource", uri="tideline://x/{agent}"), "agent"),
+            (TEMPLATE, "who"),
         ):
-            with pytest.raises(MCPError) as refusal:
-                await client.complete(ref, {"name": argument, "value": ""})
-            assert refusal.value.code == -32602 and words in refusal.value.message, refusal.value
+            offered = await client.complete(ref, {"name": argument, "value": ""})
+            assert offered.completion.values == [], (ref, argument)
 
 
 async def test_resources_list_shows_the_callers_own_injection_block_and_it_reads(
