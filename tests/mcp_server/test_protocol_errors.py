@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_helpers import RecordingJobQueue, refused
 
 from mcp_server.app import create_server
+from tideline_core.service.inject import InjectOps
 from tideline_core.settings import Settings
 
 pytestmark = pytest.mark.anyio
@@ -151,3 +152,24 @@ async def test_every_tool_words_its_refusals_the_same_whatever_the_arguments_typ
 def _wrong(prop: dict[str, Any]) -> Any:
     """A value of the wrong JSON type for an argument's schema."""
     return "text" if prop.get("type") in ("object", "array") else {"wrong": "type"}
+
+
+async def test_a_fault_on_the_servers_side_is_internal_says_only_which_request_failed_and_is_logged(
+    local_settings: Settings,
+    dispatcher: RecordingJobQueue,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("disk on fire at /secret/path")
+
+    monkeypatch.setattr(InjectOps, "session_start", broken)
+    caplog.set_level(logging.INFO)
+    async with Client(create_server(local_settings, jobs=dispatcher)) as client:
+        said = await refused(client, "memory_inject")
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("tideline_session_start")
+    assert said == "internal error in memory_inject: the server's log has the details"
+    assert prompt.value.code == -32603 and "secret" not in prompt.value.message
+    tracebacks = [logging.Formatter().formatException(r.exc_info) for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 2 and all("disk on fire" in text for text in tracebacks)  # the operator sees why
