@@ -15,11 +15,22 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 from mcp.server import MCPServer
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from mcp_types import CallToolResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    GetPromptResult,
+    InputRequiredResult,
+)
+from mcp_types import Resource as MCPResource
 from mcp_types import Tool as MCPTool
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,10 +40,12 @@ from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, 
 from mcp_server.context import AppContext
 from mcp_server.hooks_route import PATH as HOOKS_PATH
 from mcp_server.hooks_route import HookRoute
-from mcp_server.tools import register_all
+from mcp_server.tools import inject, register_all
+from mcp_server.tools._edge import invalid, message
 from tideline_core.compose import compose
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
+from tideline_core.inputs import explain_validation
 from tideline_core.service import JobQueue
 from tideline_core.settings import Settings
 from tideline_core.tokens import initialize as load_tokenizer
@@ -79,8 +92,19 @@ def _return_free_memory() -> None:
 
 
 class TidelineServer(MCPServer[AppContext]):
-    """The SDK's server, with every tool's arguments checked by name and for nulls before the tool runs,
-    and stdio pipes read and written by the event loop itself (`pipes`)."""
+    """The SDK's server, with every tool's arguments checked by name, for nulls and for type before the tool runs,
+    errors in one format (see `tools._edge`), the caller's own resources listed and completed, and stdio pipes
+    read and written by the event loop itself (`pipes`).
+
+    Protocol errors are the caller's when it names what is not there: an unknown tool, prompt or
+    resource, or an argument a prompt does not take, is -32602 (invalid params). A tool's bad
+    argument is an error result the model reads (MCP's tool execution error), never a JSON-RPC error.
+    """
+
+    def __init__(self, name: str, *, resolve_agent: AgentResolver, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self._resolve_agent = resolve_agent
+        self._lowlevel_server.add_request_handler("completion/complete", CompleteRequestParams, self._complete)
 
     async def run_stdio_async(self) -> None:
         if not (pipes.is_pipe(0) and pipes.is_pipe(1)):
@@ -99,12 +123,50 @@ class TidelineServer(MCPServer[AppContext]):
         self, name: str, arguments_: dict[str, Any], context: Context[AppContext, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         if self._schemas is None:
-            self._schemas = {tool.name: dict(tool.input_schema) for tool in await super().list_tools()}
+            self._schemas = {tool.name: dict(tool.input_schema) for tool in await self.list_tools()}
         schema = self._schemas.get(name)
-        wrong = arguments.problem(name, schema, arguments_) if schema is not None else None
+        if schema is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+        wrong = arguments.problem(name, schema, arguments_)
         if wrong is not None:
-            raise ToolError(f"invalid input: {wrong[0]}: {wrong[1]}")
-        return await super().call_tool(name, arguments_, context)
+            raise ToolError(invalid(*wrong))
+        try:
+            return await super().call_tool(name, arguments_, context)
+        except UnexpectedToolError as exc:
+            # A fault on this side: the traceback goes to the log (the SDK logs it), not to the caller.
+            raise UnexpectedToolError(f"internal error in {name}: the server's log has the details") from exc
+        except ToolError as exc:
+            raise ToolError(_said(exc)) from exc.__cause__
+
+    async def get_prompt(
+        self, name: str, arguments_: dict[str, Any] | None = None, context: Context[AppContext, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        declared = {p.name: {a.name: bool(a.required) for a in p.arguments or []} for p in await self.list_prompts()}
+        if name not in declared:
+            known = ", ".join(declared)
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}; the prompts are {known}")
+        wrong = arguments.prompt_problem(name, declared[name], arguments_ or {})
+        if wrong is not None:
+            raise MCPError(code=INVALID_PARAMS, message=invalid(*wrong))
+        return await super().get_prompt(name, arguments_, context)
+
+    async def list_resources(self) -> list[MCPResource]:
+        return [*await super().list_resources(), inject.own_resource(self._resolve_agent())]
+
+    async def _complete(
+        self, ctx: ServerRequestContext[AppContext, Any], params: CompleteRequestParams
+    ) -> CompleteResult:
+        return CompleteResult(completion=await inject.complete(ctx.lifespan_context, params.ref, params.argument))
+
+
+def _said(exc: ToolError) -> str:
+    """A deliberate tool error as the caller reads it: its own text, without the SDK's "Error executing tool X:"."""
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):  # the SDK's own check of an argument, should one get that far
+        return message(explain_validation(cause))
+    if isinstance(cause, ToolError | ResourceError):
+        return str(cause)
+    return str(exc)
 
 
 def create_server(
@@ -140,6 +202,7 @@ def create_server(
 
     server = TidelineServer(
         "tideline",
+        resolve_agent=resolve_agent,
         title="Tideline memory",
         instructions=INSTRUCTIONS,
         lifespan=lifespan,

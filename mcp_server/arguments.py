@@ -1,4 +1,5 @@
-"""Tool arguments at the door: the schemas published to clients, and the names and nulls every call is checked for.
+"""Arguments at the door: the tool schemas published to clients, and the names, nulls and types every tool call
+and prompt request is checked for.
 
 Pure: schemas and argument mappings in, a cleaned schema or a problem (argument, rule) out.
 The SDK's own validation ignores arguments it does not know and turns an explicit null into the
@@ -58,4 +59,15 @@ def problem(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
     for name, value in sorted(arguments.items()):
         if properties[name].get("type") == "string" and not isinstance(value, str):
             return name, f"must be a string, got {type(value).__name__}"
+    return None
+
+
+def prompt_problem(prompt: str, declared: Mapping[str, bool], arguments: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first argument a prompt request gets wrong, as (argument, rule), or None; `declared` is {name: required}."""
+    for name in sorted(arguments):
+        if name not in declared:
+            return name, f"is not an argument of {prompt}; it takes {', '.join(declared) or 'no arguments'}"
+    for name, required in declared.items():
+        if required and name not in arguments:
+            return name, "is required"
     return None

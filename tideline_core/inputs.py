@@ -43,6 +43,9 @@ MAX_QUERY = 2_000
 MAX_CONVERSATION = 20
 MAX_LINE = 2_000
 
+# The rule a required text breaks when it is empty or only whitespace (text is stripped first).
+BLANK = "must not be empty or only whitespace"
+
 # Row ids are 32-bit integers on PostgreSQL: a larger one is refused here, the same on every backend.
 MAX_ID = 2**31 - 1
 
@@ -224,7 +227,7 @@ def _query_or_lines(value: str, info: ValidationInfo) -> str:
     """A query, unless the conversation's recent lines stand in for it."""
     # A conversation that failed its own rules is reported as such, not as a missing query too.
     if not value and "conversation" in info.data and not info.data["conversation"]:
-        raise ValueError("should have at least 1 character (or give the recent lines of the conversation)")
+        raise ValueError(f"{BLANK} (or give the recent lines of the conversation)")
     return value
 
 
@@ -362,13 +365,21 @@ def explain_validation(exc: ValidationError, names: Mapping[str, str] | None = N
         loc = [str(part) for part in error["loc"]]
         field = rename.get(loc[0], loc[0]) if loc else "input"
         where = " ".join(f"item {part}" if part.isdigit() else part for part in loc[1:])
-        message = str(error["msg"]).removeprefix("Value error, ")
+        message = _rule(error)
         by_field.setdefault(field, []).append(f"{where}: {message}" if where else message)
     (first, rules), *others = by_field.items()
     rule = "; ".join(rules)
     if others:
         rule += "; " + "; ".join(f"{field}: {'; '.join(more)}" for field, more in others)
     return InvalidInput(first, rule)
+
+
+def _rule(error: Any) -> str:
+    # Text is stripped before its length is checked: "   " breaks the same rule as "", and
+    # "at least 1 character" would puzzle a caller who sent three.
+    if error["type"] == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
+        return BLANK
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def parse(model: type[ModelT], data: dict[str, Any], names: Mapping[str, str] | None = None) -> ModelT:

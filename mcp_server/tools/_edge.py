@@ -1,5 +1,11 @@
 """The tool edge: argument declarations, the thread hop for sync store work, and error translation.
 
+Errors, one format everywhere (`invalid input: <argument>: <rule>`, `not found: ...`, or the core's
+own sentence): a tool returns them as an error result (`isError`) the calling model reads and can
+correct, as the MCP spec asks of input validation; a prompt, a resource or a completion answers
+them as a JSON-RPC error, -32602 (invalid params) for the caller's mistake and -32603 (internal) for
+a fault on this side.
+
 Arguments are declared loosely to the SDK (text as `str`, everything else as `Any`) but published
 with the JSON schema of the core input model's field. The SDK's own validation would reject a
 wrong type with a pydantic dump before our code runs; this way the core model validates every
@@ -16,7 +22,8 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, WithJsonSchema
 
 from mcp_server.context import AppContext
@@ -89,17 +96,42 @@ def given(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
+def invalid(field: str, rule: str) -> str:
+    """The one wording of a caller's bad argument, whatever the tool, prompt or resource."""
+    return f"invalid input: {field}: {rule}"
+
+
+def message(exc: TidelineError) -> str:
+    """What the caller reads for one of the core's errors."""
+    if isinstance(exc, InvalidInput):
+        return invalid(exc.field, exc.rule)
+    if isinstance(exc, NotFound):
+        return f"not found: {exc}"
+    return str(exc)
+
+
 @contextmanager
 def tool_errors() -> Iterator[None]:
     """Translate the core's errors into the tool error the calling model reads; nothing else is caught."""
     try:
         yield
-    except InvalidInput as exc:
-        raise ToolError(f"invalid input: {exc.field}: {exc.rule}") from None
-    except NotFound as exc:
-        raise ToolError(f"not found: {exc}") from None
     except TidelineError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(message(exc)) from None
+
+
+@contextmanager
+def request_errors() -> Iterator[None]:
+    """Translate the core's errors into a JSON-RPC error (prompts, resources, completions); nothing else is caught.
+
+    The caller's mistake (bad input, a row it cannot see) is invalid params; the rest of the core's
+    errors (an embedder down, a lock held) are internal, with their sentence and without a traceback.
+    """
+    try:
+        yield
+    except (InvalidInput, NotFound) as exc:
+        raise MCPError(code=INVALID_PARAMS, message=message(exc)) from None
+    except TidelineError as exc:
+        raise MCPError(code=INTERNAL_ERROR, message=message(exc)) from None
 
 
 async def offload(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -1,4 +1,5 @@
-"""Injected context: memory_inject (session start), memory_prefetch (each turn), as tools, a prompt and a resource."""
+"""Injected context: memory_inject (session start), memory_prefetch (each turn), as tools, a prompt and a resource,
+with completions for the prompt's session and the resource's agent."""
 
 from __future__ import annotations
 
@@ -6,12 +7,21 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    Completion,
+    CompletionArgument,
+    PromptReference,
+    Resource,
+    ResourceTemplateReference,
+    ToolAnnotations,
+)
 
+from mcp_server.context import AppContext
 from mcp_server.models_inject import Injection
-from mcp_server.tools._edge import app_of, given, offload, spec, tool_errors
+from mcp_server.tools._edge import app_of, given, invalid, offload, request_errors, spec, tool_errors
 from mcp_server.tools.narratives import RecentTurns
 from tideline_core.inputs import InjectIn, PrefetchIn, parse
 
@@ -77,11 +87,16 @@ async def memory_prefetch(
     return Injection.of(block)
 
 
+PROMPT = "tideline_session_start"
+TEMPLATE = "tideline://inject/{agent}"
+COMPLETIONS = 20  # session ids offered at once: the latest first
+
+
 async def tideline_session_start(ctx: Context, session_id: str = "") -> list[UserMessage]:
     """Your memory at the start of this conversation: who you are, what matters now, where you left off."""
     app = app_of(ctx)
     agent = app.resolve_agent()
-    with tool_errors():
+    with request_errors():
         request = parse(InjectIn, given(session_id=session_id or None))
         block = await offload(app.service.session_start, agent, request)
     return [UserMessage(block.text or "(no memories yet)")]
@@ -92,18 +107,56 @@ async def inject_resource(agent: str, ctx: Context) -> str:
     app = app_of(ctx)
     caller = app.resolve_agent()
     if agent != caller:
-        raise ResourceError(f"tideline://inject/{agent} is another agent's memory; yours is tideline://inject/{caller}")
-    with tool_errors():
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=invalid("agent", f"{uri(agent)} is another agent's memory; yours is {uri(caller)}"),
+            data={"uri": uri(agent)},
+        )
+    with request_errors():
         block = await offload(app.service.session_start, caller, InjectIn())
     return block.text
+
+
+def uri(agent: str) -> str:
+    return TEMPLATE.format(agent=agent)
+
+
+def own_resource(agent: str) -> Resource:
+    """The caller's own session-start block, as `resources/list` shows it."""
+    return Resource(
+        uri=uri(agent),
+        name="tideline_inject",
+        title="Tideline session-start block",
+        description=f"The session-start memory block of {agent} (you), as markdown.",
+        mime_type="text/markdown",
+    )
+
+
+async def complete(
+    app: AppContext, ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument
+) -> Completion:
+    """Completions for the prompt's `session_id` (the caller's latest sessions) and the template's `agent` (the
+    caller alone).
+
+    Anything else completes to nothing rather than an error: a client asks for completions as the
+    user types, where an empty list is the answer it can use (and what MCP's conformance suite asks).
+    """
+    agent = app.resolve_agent()
+    if isinstance(ref, PromptReference) and (ref.name, argument.name) == (PROMPT, "session_id"):
+        with request_errors():
+            sessions = await offload(app.service.recent_sessions, agent, argument.value, limit=COMPLETIONS + 1)
+        return Completion(values=sessions[:COMPLETIONS], has_more=len(sessions) > COMPLETIONS)
+    if isinstance(ref, ResourceTemplateReference) and (ref.uri, argument.name) == (TEMPLATE, "agent"):
+        return Completion(values=[agent] if agent.startswith(argument.value) else [], has_more=False)
+    return Completion(values=[], has_more=False)
 
 
 def register(server: MCPServer) -> None:
     server.add_tool(memory_inject, title="Session-start memory block", annotations=INJECT)
     server.add_tool(memory_prefetch, title="This turn's memories", annotations=INJECT)
-    server.prompt(name="tideline_session_start", title="Tideline: session start")(tideline_session_start)
+    server.prompt(name=PROMPT, title="Tideline: session start")(tideline_session_start)
     server.resource(
-        "tideline://inject/{agent}",
+        TEMPLATE,
         name="tideline_inject",
         title="Tideline session-start block",
         description="The session-start memory block of the agent in the URI (yours only), as markdown.",

@@ -21,8 +21,8 @@ BAD_WRITES: list[tuple[str, dict[str, Any], str, str]] = [
     ("score below 1", {**GOOD, "emotional": 0}, "emotional", "greater than or equal to 1"),
     ("score as a word", {**GOOD, "unresolved": "high"}, "unresolved", "valid integer"),
     ("score as a fraction", {**GOOD, "importance": 2.5}, "importance", "valid integer"),
-    ("empty gesture", {"gesture": ""}, "gesture", "at least 1 character"),
-    ("blank gesture", {"gesture": "   "}, "gesture", "at least 1 character"),
+    ("empty gesture", {"gesture": ""}, "gesture", "must not be empty or only whitespace"),
+    ("blank gesture", {"gesture": "   "}, "gesture", "must not be empty or only whitespace"),
     ("unknown narrative type", {**GOOD, "narrative_type": "dreamy"}, "narrative_type", "'event'"),
     ("over-size gesture", {"gesture": "長" * 2001}, "gesture", "at most 2000 characters"),
     ("over-size context", {**GOOD, "context": "x" * 20_001}, "context", "at most 20000 characters"),
@@ -58,7 +58,7 @@ BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
         "context_record",
         {"role": "user", "content": ""},
         "content",
-        "at least 1 character",
+        "must not be empty or only whitespace",
         "context_turns",
     ),
     (
@@ -126,7 +126,14 @@ BAD_OTHERS: list[tuple[str, str, dict[str, Any], str, str, str]] = [
         "threads",
     ),
     ("unknown thread status", "memory_write_thread", {"title": "t", "status": "paused"}, "status", "'open'", "threads"),
-    ("empty snapshot", "memory_write_snapshot", {"content": ""}, "content", "at least 1 character", "snapshots"),
+    (
+        "empty snapshot",
+        "memory_write_snapshot",
+        {"content": ""},
+        "content",
+        "must not be empty or only whitespace",
+        "snapshots",
+    ),
     (
         "amendment to id 0",
         "memory_amend",
@@ -159,7 +166,7 @@ async def test_every_other_write_refuses_bad_input_the_same_way(
 
 
 BAD_READS: list[tuple[str, str, dict[str, Any], str, str]] = [
-    ("empty query", "memory_search", {"query": ""}, "query", "at least 1 character"),
+    ("empty query", "memory_search", {"query": ""}, "query", "must not be empty or only whitespace"),
     ("unknown search mode", "memory_search", {"query": "x", "mode": "fuzzy"}, "mode", "'hybrid'"),
     ("unknown search kinds", "memory_search", {"query": "x", "kinds": "emails"}, "kinds", "'narratives'"),
     ("search limit too large", "memory_search", {"query": "x", "limit": 1000}, "limit", "less than or equal to 100"),

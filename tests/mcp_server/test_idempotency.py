@@ -85,7 +85,12 @@ async def test_a_key_reused_with_other_arguments_or_on_another_tool_is_refused_a
 
 @pytest.mark.parametrize(
     ("key", "rule"),
-    [("", "at least 1 character"), ("has space", "visible ASCII"), ("k" * 129, "at most 128"), ("ключ", "ASCII")],
+    [
+        ("", "must not be empty or only whitespace"),
+        ("has space", "visible ASCII"),
+        ("k" * 129, "at most 128"),
+        ("ключ", "ASCII"),
+    ],
 )
 async def test_a_malformed_key_is_refused_naming_it(
     local_settings: Settings, dispatcher: RecordingJobQueue, key: str, rule: str

@@ -250,12 +250,13 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-def stage_named(name: str) -> Stage:
-    """The stage called `name`; anything else is an InvalidInput naming the stages there are."""
+def stage_named(name: str, field: str = "job", *, also: tuple[str, ...] = ()) -> Stage:
+    """The stage called `name`; anything else is an InvalidInput on the caller's `field`, naming the stages there
+    are (and `also`, the other values the caller's field takes)."""
     for stage in STAGES:
         if stage.name == name:
             return stage
-    raise InvalidInput("job", f"must be one of {', '.join(s.name for s in STAGES)}, got {name!r}")
+    raise InvalidInput(field, f"must be one of {', '.join([*also, *(s.name for s in STAGES)])}, got {name!r}")
 
 
 def nightly_stages() -> tuple[Stage, ...]:

@@ -177,3 +177,25 @@ def remember_shown(
 def forget_shown(conn: Connection, now: datetime) -> int:
     """Forget what sessions were shown over 30 days before `now` (a session that old is over); how many rows."""
     return conn.execute(delete(Injection).where(Injection.injected_at < now - KEEP_INJECTIONS)).rowcount
+
+
+def recent_sessions(conn: Connection, agent_id: str, prefix: str, limit: int) -> list[str]:
+    """The agent's session ids that start with `prefix`, the latest used first: sessions it recorded turns in or was
+    shown a block in."""
+    latest: dict[str, datetime] = {}
+    for column, when, owner in (
+        (ContextTurn.session_id, ContextTurn.created_at, ContextTurn.agent_id),
+        (Injection.session_id, Injection.injected_at, Injection.agent_id),
+    ):
+        # substr, not LIKE: the prefix is the caller's text, and `%` or `_` in it must stay literal.
+        query = (
+            select(column, func.max(when))
+            .where(owner == agent_id, column != "", func.substr(column, 1, len(prefix)) == prefix)
+            .group_by(column)
+            .order_by(func.max(when).desc())
+            .limit(limit)
+        )
+        for session, at in conn.execute(query):
+            if session not in latest or latest[session] < at:
+                latest[session] = at
+    return sorted(latest, key=lambda session: (latest[session], session), reverse=True)[:limit]

@@ -117,7 +117,7 @@ class DreamOps(ServiceParts):
                 raise InvalidInput("dry_run", "a dry run is of one stage: name it")
             task_id = self.jobs.start_dream(agent_id)
         else:
-            task_id = self.jobs.start_stage(agent_id, stage_named(job).name, dry_run=dry_run)
+            task_id = self.jobs.start_stage(agent_id, stage_named(job, also=(DREAM,)).name, dry_run=dry_run)
         if task_id is None:
             raise BrokerUnavailable("the task queue is unreachable, so nothing was started; try again later")
         return task_id
@@ -141,7 +141,7 @@ class DreamOps(ServiceParts):
     def dream_log(self, agent_id: str, *, limit: int = 20, stage: str | None = None) -> list[DreamRunRecord]:
         """The agent's dream runs, newest first."""
         if stage is not None:
-            stage = stage_named(stage).name  # InvalidInput naming the stages there are
+            stage = stage_named(stage, "stage").name  # InvalidInput naming the stages there are
         with self.db.read() as conn:
             return recent_runs(conn, agent_id, max(1, min(limit, MAX_LOG)), stage=stage)
 

@@ -105,6 +105,11 @@ class InjectOps(ServiceParts):
             items.extend(chosen)
         return render.block(title, sections, items, budget, notes)
 
+    def recent_sessions(self, agent_id: str, prefix: str = "", *, limit: int = 20) -> list[str]:
+        """The agent's session ids starting with `prefix`, the latest used first (turns recorded, blocks shown)."""
+        with self.db.read() as conn:
+            return sources.recent_sessions(conn, agent_id, prefix, limit)
+
     def _remember(self, agent_id: str, session_id: str, items: Sequence[Item], now: datetime) -> None:
         if not session_id:
             return
