@@ -15,6 +15,7 @@ jieba.setLogLevel(logging.WARNING)
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:['’][A-Za-z]+)?")
+_LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 
 ENGLISH_STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have having he her
@@ -121,6 +122,52 @@ def fts_quote(term: str) -> str:
 def fts_any(terms: Iterable[str]) -> str:
     """An FTS5 expression matching any of the terms."""
     return " OR ".join(fts_quote(t) for t in terms)
+
+
+def identifier_parts(word: str) -> list[str]:
+    """The parts of a word written as an identifier: HybridSearchIndex → Hybrid, Search, Index; HTTPServer2 →
+    HTTP, Server, 2. A plain word is its only part."""
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(word)):
+        prev, char = word[i - 1], word[i]
+        nxt = word[i + 1] if i + 1 < len(word) else ""
+        if (
+            prev.isdigit() != char.isdigit()
+            or (prev.islower() and char.isupper())
+            or (prev.isupper() and char.isupper() and nxt.islower())
+        ):
+            parts.append(word[start:i])
+            start = i
+    parts.append(word[start:])
+    return parts
+
+
+def holds_word(text: str, term: str) -> bool:
+    """Whether `text` holds the query term `term` (lower-cased, as `segment` gives it) as a word.
+
+    A Latin-script term is a whole word of the text or a run of whole parts of one ("searchindex" in
+    HybridSearchIndex), never the start of a longer word: "go" is not in "goggles", nor "thu" in "Thursday".
+    Chinese is written without spaces between words, so a Chinese term is held wherever it appears.
+    """
+    if has_cjk(term):
+        return term in text.lower()
+    for word in _LATIN_WORD.findall(text):
+        lowered = word.lower().replace("’", "'")
+        if term not in lowered:
+            continue
+        if lowered == term:
+            return True
+        parts = [part.lower() for part in identifier_parts(word.replace("’", "'").split("'")[0])]
+        for i in range(len(parts)):
+            run = ""
+            for part in parts[i:]:
+                run += part
+                if run == term:
+                    return True
+                if len(run) >= len(term):
+                    break
+    return False
 
 
 def escape_like(text: str, escape: str = "\\") -> str:

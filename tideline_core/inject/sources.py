@@ -10,6 +10,7 @@ from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tideline_core.dream.clusters.store import TopicSummary, read_topics
+from tideline_core.dream.entities.store import own_names
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.records import (
     AmendmentNote,
@@ -41,6 +42,7 @@ class SessionSources:
     corrections: dict[int, AmendmentNote]  # T2b: turn → the latest amendment of a memory written from it
     topics: list[TopicSummary]
     profiles: list[ProfileRecord]
+    own: frozenset[str] = frozenset()  # T3: the agent's and its user's names, listed as no other entity
 
 
 def session_sources(conn: Connection, agent_id: str, since: datetime, rules: InjectRules) -> SessionSources:
@@ -62,6 +64,7 @@ def session_sources(conn: Connection, agent_id: str, since: datetime, rules: Inj
         corrections=turn_corrections(conn, agent_id, [t.id for t in day_turns]),
         topics=read_topics(conn, agent_id, limit=rules.t3_topics, sample=0),
         profiles=profiles.read_profiles(conn, agent_id, entity=None, kind=None, with_history=False),
+        own=own_names(conn, agent_id),
     )
 
 

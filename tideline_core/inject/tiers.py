@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tideline_core.dream.clusters.store import TopicSummary
+from tideline_core.dream.entities.others import is_entity
 from tideline_core.inject.budget import Candidate
 from tideline_core.inject.tokens import MARK
 from tideline_core.memory_text import amendment_mark, with_amendment
@@ -172,9 +173,17 @@ def bridge(
 
 
 def memory_map(
-    topics: Sequence[TopicSummary], profiles: Sequence[ProfileRecord], agent_id: str, rules: InjectRules
+    topics: Sequence[TopicSummary],
+    profiles: Sequence[ProfileRecord],
+    agent_id: str,
+    rules: InjectRules,
+    own: Collection[str] = (),
 ) -> list[Candidate]:
-    """T3: pinned profiles (and the agent's own) in full, the topics by size, then other entities one line each."""
+    """T3: pinned profiles (and the agent's own) in full, the topics by size, then other entities one line each.
+
+    Other entities are others (`others.is_entity`): no speaker role, pronoun or contraction, none of `own`
+    (the agent's and its user's names).
+    """
     out: list[Candidate] = []
     full = [p for p in profiles if p.pinned or p.entity == agent_id]
     for profile in sorted(full, key=lambda p: (p.entity, p.kind)):
@@ -187,7 +196,7 @@ def memory_map(
         out.append(Candidate("T3", "topic", None, text, float(topic.size), "recurring topic"))
     by_entity: dict[str, list[ProfileRecord]] = defaultdict(list)
     for profile in profiles:
-        if profile not in full:
+        if profile not in full and is_entity(profile.entity, own, agent_id):
             by_entity[profile.entity].append(profile)
     for entity in sorted(by_entity):
         kinds = ", ".join(sorted(p.kind for p in by_entity[entity]))

@@ -28,8 +28,9 @@ def add_keyword_view(
 def fallback_terms(params: SearchIn, lines: Sequence[ConversationLine]) -> list[str]:
     """The terms of the FTS lookup that answers when BM25 found nothing of a kind.
 
-    BM25 only knows whole analyzed words; a single CJK character, a fragment of an identifier or
-    a stopword-only query still deserve an answer, which FTS5 (and its LIKE fallback) gives.
+    BM25 only knows whole analyzed words; a single CJK character, a run of an identifier's parts
+    (HybridSearchIndex holds "searchindex") or a stopword-only query still deserve an answer, which
+    FTS5 (and its LIKE fallback, kept to words) gives.
     """
     return query_terms(params.query or " ".join(x.text for x in lines[-2:]))
 

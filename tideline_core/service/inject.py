@@ -47,7 +47,7 @@ class InjectOps(ServiceParts):
                 Tier("T0", tiers.identity(soul, src.self_concept, src.snapshot, src.threads, rules), rules.t0_budget),
                 Tier("T2", tiers.prefetch_pool(src.recent, since, rules), rules.t2_budget),
                 Tier("T2b", bridge, rules.t2b_budget, f"session {session or '(none)'}{bridge_day}"),
-                Tier("T3", tiers.memory_map(src.topics, src.profiles, agent_id, rules), rules.t3_budget),
+                Tier("T3", tiers.memory_map(src.topics, src.profiles, agent_id, rules, src.own), rules.t3_budget),
             ],
             budget,
             scale,

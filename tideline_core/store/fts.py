@@ -3,8 +3,9 @@
 The one module with FTS5 SQL. Text (`memory_text`'s search views) is indexed as jieba-segmented
 tokens so 2-character Chinese words match; every query term is quoted, so FTS syntax in user input
 is only text. Search answers from the in-memory BM25 index first; this lookup serves what BM25
-cannot (a single CJK character, part of an identifier), and on PostgreSQL it is an escaped LIKE
-over the base tables. `ranked` is the whole keyword lookup of a process without that index
+cannot (a single CJK character, a run of an identifier's parts), and on PostgreSQL it is an escaped
+LIKE over the base tables. Both keep to words (`tokens.holds_word`): a Latin-script term is never
+found as the start or the middle of a longer word. `ranked` is the whole keyword lookup of a process without that index
 (`search.cold`): FTS5's own ranking, the LIKE lookup after it.
 """
 
@@ -18,7 +19,7 @@ from sqlalchemy import Connection, text
 
 from tideline_core.memory_text import NARRATIVE_SEARCH_COLUMNS
 from tideline_core.timeutil import as_utc
-from tideline_core.tokens import escape_like, fts_any, fts_quote, index_text
+from tideline_core.tokens import escape_like, fts_any, fts_quote, holds_word, index_text
 
 TABLES = {"narrative": "narratives_fts", "context": "context_fts"}
 # The base tables and the SQL form of each kind's search text, for the LIKE fallback.
@@ -26,6 +27,9 @@ BASE = {
     "narrative": ("narratives", " || ' ' || ".join(NARRATIVE_SEARCH_COLUMNS)),
     "context": ("context_turns", "speaker || ' ' || content"),
 }
+# How many LIKE candidates per wanted row the word check reads: a term found inside longer words (a
+# short one) must still leave room for the rows holding it as a word.
+SUBSTRING_CANDIDATES = 20
 TIME = {"narrative": "occurred_at", "context": "created_at"}
 # A memory's amendments are part of its text (`memory_text`): the LIKE lookup reads them beside its columns.
 _NOTES = {
@@ -110,28 +114,35 @@ def search(
         hits = [(int(r.id), -float(r.rank)) for r in rows]
         if hits:
             return hits
-    # Substrings the segmenter does not produce as words (one Chinese character, part of an
-    # identifier) still deserve an answer: fall back to a literal, escaped LIKE on the base table.
+    # What the segmenter does not produce as a token (one Chinese character, a run of an identifier's
+    # parts) still deserves an answer: fall back to a literal, escaped LIKE on the base table, kept to words.
     return _substring_search(conn, _Lookup(kind, agent_id, limit, since, until), terms)
 
 
 def _substring_search(conn: Connection, q: _Lookup, terms: Sequence[str]) -> list[tuple[int, float]]:
+    """Rows holding the terms as words (`tokens.holds_word`), most terms first, then newest.
+
+    LIKE finds the rows holding a term anywhere; of those (up to `SUBSTRING_CANDIDATES` times the
+    limit, most terms first) only the rows holding it as a word count, so "go" does not find "goggles".
+    """
     kind, agent_id, limit, since, until = q.kind, q.agent_id, q.limit, q.since, q.until
     table, body = BASE[kind]
     if kind == "narrative":
         body = f"{body} || ' ' || {_NOTES.get(conn.dialect.name, _NOTES['sqlite'])}"
     time_sql, params = _time_clause(kind, since, until, "b")
+    kept = list(terms[:8])
     likes = []
-    for i, term in enumerate(terms[:8]):
+    for i, term in enumerate(kept):
         params[f"t{i}"] = f"%{escape_like(term.lower())}%"
         likes.append(f"(CASE WHEN lower({body}) LIKE :t{i} ESCAPE '\\' THEN 1 ELSE 0 END)")
     score = " + ".join(likes)
     sql = (
-        f"SELECT id, score FROM (SELECT b.id AS id, ({score}) AS score FROM {table} b "
-        f"WHERE b.agent_id = :agent{time_sql}) s WHERE score > 0 ORDER BY score DESC, id DESC LIMIT :limit"
+        f"SELECT id, body FROM (SELECT b.id AS id, {body} AS body, ({score}) AS score FROM {table} b "
+        f"WHERE b.agent_id = :agent{time_sql}) s WHERE score > 0 ORDER BY score DESC, id DESC LIMIT :candidates"
     )
-    rows = conn.execute(text(sql), {"agent": agent_id, "limit": limit, **params}).all()
-    return [(int(r.id), float(r.score)) for r in rows]
+    rows = conn.execute(text(sql), {"agent": agent_id, "candidates": limit * SUBSTRING_CANDIDATES, **params}).all()
+    scored = [(int(r.id), float(sum(holds_word(r.body or "", term.lower()) for term in kept))) for r in rows]
+    return sorted(((i, s) for i, s in scored if s > 0), key=lambda hit: (-hit[1], -hit[0]))[:limit]
 
 
 def ranked(

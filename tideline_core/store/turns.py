@@ -206,3 +206,13 @@ def timeline(
     else:
         query = query.order_by(ContextTurn.created_at, ContextTurn.id)
     return [_record(r) for r in conn.execute(query.limit(limit)).all()]
+
+
+def speaker_roles(conn: Connection, agent_id: str) -> list[tuple[str, str, str]]:
+    """Each (session, role, speaker) of the agent's user and assistant turns, once: who is the agent, who its user."""
+    rows = conn.execute(
+        select(ContextTurn.session_id, ContextTurn.role, ContextTurn.speaker)
+        .where(ContextTurn.agent_id == agent_id, ContextTurn.role.in_(("user", "assistant")))
+        .distinct()
+    ).all()
+    return [(str(r.session_id), str(r.role), str(r.speaker)) for r in rows]

@@ -294,3 +294,9 @@ def test_a_bridge_set_to_show_no_turns_shows_none() -> None:
 
 def test_a_session_with_fewer_turns_than_the_bridge_holds_is_shown_whole() -> None:
     assert [c.id for c in bridge([turn(n, "s1", n) for n in (1, 2, 3)], {}, InjectRules(t2b_turns=6))[1]] == [1, 2, 3]
+
+
+def test_the_memory_map_lists_no_speaker_pronoun_or_contraction_as_another_entity() -> None:
+    profiles = [profile(i, entity, "fact") for i, entity in enumerate(["user", "me", "我", "I'll", "Bob", "Dana"], 1)]
+    candidates = memory_map([], profiles, "aria", RULES, own={"bob"})
+    assert [c.text.split(" — ")[0] for c in candidates] == ["Dana"]

@@ -156,7 +156,7 @@ def test_a_superseded_memory_is_not_returned(service: Service, database: Databas
     assert found(service, "ferry timetable") == [("narrative", new)]
 
 
-def test_words_in_no_row_fall_back_to_a_substring_of_the_text(service: Service, database: Database) -> None:
+def test_words_in_no_row_fall_back_to_a_run_of_an_identifiers_parts(service: Service, database: Database) -> None:
     identifier = remember(service, "Renamed HybridSearchIndex in the search module")
 
     with database.read() as conn:

@@ -290,3 +290,20 @@ def test_what_a_session_was_shown_a_month_ago_is_forgotten_by_the_reconcile_swee
     service.reconcile(pending_before=long_ago, stale_stages_before=long_ago)
     again = service.prefetch("alice", PrefetchIn(query="garden fence", session_id="s1"))
     assert ids_of(again, "narrative") == [memory.id]
+
+
+def test_the_memory_map_lists_the_people_talked_about_not_the_agent_its_user_or_a_pronoun(service: Service) -> None:
+    service.record_turns(
+        "alice",
+        [
+            ContextTurnIn(role="user", speaker="Bob", content="hi", session_id="chat", created_at=NOW),
+            ContextTurnIn(role="assistant", speaker="Aria", content="hello", session_id="chat", created_at=NOW),
+        ],
+    )
+    for entity in ("Bob", "Aria", "me", "我", "I'll", "小林"):
+        service.write_profile("alice", ProfileIn(entity=entity, kind="fact", content=f"about {entity}"))
+
+    start = service.session_start("alice", InjectIn(), now=NOW)
+
+    listed = [i.text.split(" — ")[0] for i in start.items if i.tier == "T3" and i.kind == "profile"]
+    assert listed == ["小林"]

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tideline_core.dream.entities.others import is_entity
 from tideline_core.timeutil import as_utc
 
 MAX_NAME_LEN = 40
@@ -130,12 +131,19 @@ def parse_entities_role(
 
 
 def build_graph(
-    mentions: Iterable[EntityMention], aliases: Mapping[str, str] | None = None, *, usual_roles: int = USUAL_ROLES
+    mentions: Iterable[EntityMention],
+    aliases: Mapping[str, str] | None = None,
+    *,
+    usual_roles: int = USUAL_ROLES,
+    own: Collection[str] = (),
+    agent_id: str = "",
 ) -> EntityGraph:
     """The co-occurrence graph of every entity in `mentions` (one agent's narratives).
 
     Names in `related_entities` count as mentions without a role; a name in both fields of one
-    narrative counts once, with its roles. Edges join every pair of entities of a narrative.
+    narrative counts once, with its roles. Edges join every pair of entities of a narrative. Only
+    others are entities (`others.is_entity`): no speaker role, pronoun or contraction, none of `own`
+    (the agent's and its user's names) nor the agent's id, neither as a node nor at the end of an edge.
     """
     aliases = aliases or {}
     counts: Counter[str] = Counter()
@@ -145,8 +153,8 @@ def build_graph(
     edges: Counter[tuple[str, str, str, str]] = Counter()
     parsed_all: list[ParsedEntities] = []
     for mention in mentions:
-        own = parse_entities_role(mention.narrative_id, mention.entities_role, aliases)
-        parsed = _with_related(own, mention, aliases)
+        written = parse_entities_role(mention.narrative_id, mention.entities_role, aliases)
+        parsed = _others(_with_related(written, mention, aliases), own, agent_id)
         parsed_all.append(parsed)
         at = as_utc(mention.occurred_at)
         for entity in parsed.entities:
@@ -254,6 +262,11 @@ def _with_related(parsed: ParsedEntities, mention: EntityMention, aliases: Mappi
     for name in mention.related_entities:
         resolver.add(str(name), str(name), "", marked=False)
     return resolver.result()
+
+
+def _others(parsed: ParsedEntities, own: Collection[str], agent_id: str) -> ParsedEntities:
+    kept = tuple(e for e in parsed.entities if is_entity(e.name, own, agent_id))
+    return parsed if len(kept) == len(parsed.entities) else ParsedEntities(parsed.narrative_id, kept, parsed.problems)
 
 
 def _entries(text: str) -> list[str]:

@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, insert, or_, select
 
 from tideline_core.dream.entities.graph import EntityMention, ParseProblem, build_graph
+from tideline_core.dream.entities.others import own_speakers
 from tideline_core.dream.plan import ReplaceEntityGraph
 from tideline_core.store.database import Database
 from tideline_core.store.schema import EntityEdge, EntityNode, Narrative
+from tideline_core.store.turns import speaker_roles
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,11 @@ class GraphReport:
     nodes: int
     edges: int
     problems: tuple[ParseProblem, ...]
+
+
+def own_names(conn: Connection, agent_id: str) -> frozenset[str]:
+    """The agent's and its user's own names as the agent's turns show them (`others.own_speakers`): never entities."""
+    return own_speakers(speaker_roles(conn, agent_id))
 
 
 def plan_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -> ReplaceEntityGraph:
@@ -29,10 +36,13 @@ def plan_entity_graph(db: Database, agent_id: str, aliases: Mapping[str, str]) -
             .where(Narrative.agent_id == agent_id)
             .order_by(Narrative.id)
         ).all()
+        own = own_names(conn, agent_id)
     return ReplaceEntityGraph(
         build_graph(
             [EntityMention(r.id, r.occurred_at, r.entities_role, tuple(r.related_entities or ())) for r in rows],
             aliases,
+            own=own,
+            agent_id=agent_id,
         )
     )
 
