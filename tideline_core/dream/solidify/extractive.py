@@ -46,6 +46,7 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -58,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
+from tideline_core.dream.solidify.statements import FACT_WEIGHT, Statement, judge
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import MAX_FIELD, MAX_GESTURE, MAX_TAG
 from tideline_core.search.salience import idf_table
@@ -66,7 +68,11 @@ from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initializ
 
 TOP_WORDS = 8
 MIN_WORDS = 2
-TURNS_PER_MEMORY = 6
+TURNS_PER_MEMORY = 2
+MAX_MEMORIES = 24
+ANSWER_WEIGHT = 1.0
+FACT_WORDS = 4
+ZH_FACT_WORDS = 3
 CHARS_PER_MEMORY = 1_500
 MAX_OVERLAP = 0.6
 ENTITY_BONUS = 1.15
@@ -168,6 +174,7 @@ class _Sentence:
     words: tuple[str, ...]  # content words in order, repeats kept
     entities: tuple[str, ...]
     dated: bool
+    statement: Statement
 
     @property
     def quoted(self) -> str:
@@ -197,14 +204,38 @@ def extract_memories(
     *,
     centrality: Mapping[int, float] | None = None,
     known_persons: Mapping[str, str] | None = None,
-    max_memories: int = 3,
+    max_memories: int = MAX_MEMORIES,
 ) -> list[ExtractedMemory]:
-    """The chunk's most salient sentences as memories (none when it is only small talk); see the module rules."""
+    """The chunk's fact-bearing statements as memories, one per turn (none when it is only small talk)."""
     reading = _read(chunk.turns, known_persons or {})
-    wanted = min(max_memories, max(1, len(chunk.turns) // TURNS_PER_MEMORY, chunk.chars // CHARS_PER_MEMORY))
-    chosen = _pick(reading, centrality, wanted, one_per_turn=True)
+    wanted = min(max_memories, max(1, math.ceil(len(chunk.turns) / TURNS_PER_MEMORY)))
+    facts = _facts(reading)
+    scores = {s.position: _score(reading, s, centrality) for s in reading.sentences}
+    chosen: list[_Sentence] = []
+    for sentence in sorted(facts, key=lambda s: (-facts[s], -scores[s.position], s.position)):
+        if len(chosen) >= wanted:
+            break
+        if any(c.turn == sentence.turn for c in chosen) or any(_overlap(sentence, c) >= MAX_OVERLAP for c in chosen):
+            continue
+        chosen.append(sentence)
     context = _context(chunk.session_id, reading.participants, chunk.start, chunk.end, reading.chinese)
-    return [_memory(reading, sentence, context) for sentence in sorted(chosen, key=lambda s: s.position)]
+    return [_memory(reading, sentence, context, facts) for sentence in sorted(chosen, key=lambda s: s.position)]
+
+
+def _facts(reading: _Reading) -> dict[_Sentence, float]:
+    """Each sentence that carries a fact → its weight: its statement's cues, and one more when it answers
+    a question the other speaker asked in the turn before (an answer is what a person would keep)."""
+    asked = {s.turn for s in reading.sentences if s.statement.kind == "question"}
+    out: dict[_Sentence, float] = {}
+    for s in reading.sentences:
+        weight = s.statement.weight
+        before = s.turn - 1
+        if weight > 0 and before in asked and reading.speakers[before] != s.speaker:
+            weight += ANSWER_WEIGHT
+        # A fact names what it is about: a few content words ("I'm gonna make it happen" has none).
+        if weight >= FACT_WEIGHT and len(set(s.words)) >= (ZH_FACT_WORDS if mostly_cjk(s.text) else FACT_WORDS):
+            out[s] = weight
+    return out
 
 
 def extract_digest(
@@ -309,7 +340,8 @@ def _read(turns: Sequence[TurnRow], aliases: Mapping[str, str]) -> _Reading:
     for i, text in texts:
         words, entities, dated = _analyse(text, own_names, proper, patterns, aliases)
         if words:
-            sentences.append(_Sentence(i, len(sentences), speakers[i], text, words, entities, dated))
+            statement = judge(text, speakers)
+            sentences.append(_Sentence(i, len(sentences), speakers[i], text, words, entities, dated, statement))
     counts = Counter(word for s in sentences for word in s.words)
     table = idf_table()
     idf = {word: table.weights.get(word, table.median) for word in counts}
@@ -492,7 +524,17 @@ def _answered(reading: _Reading, turn: int) -> bool:
 # --- writing ---------------------------------------------------------------------------------
 
 
-def _memory(reading: _Reading, sentence: _Sentence, context: str) -> ExtractedMemory:
+def _said(reading: _Reading, sentence: _Sentence, facts: Mapping[_Sentence, float]) -> str:
+    """The speaker and every fact-bearing sentence of the chosen one's turn, in order; " … " where the
+    turn says something else between two of them (a question, a reaction)."""
+    mine = [s for s in reading.sentences if s.turn == sentence.turn and (s in facts or s is sentence)]
+    text = mine[0].text
+    for before, after in itertools.pairwise(mine):
+        text += (" " if after.position == before.position + 1 else " … ") + after.text
+    return f"{sentence.speaker}{'：' if mostly_cjk(text) else ': '}{text}"
+
+
+def _memory(reading: _Reading, sentence: _Sentence, context: str, facts: Mapping[_Sentence, float]) -> ExtractedMemory:
     around = range(max(0, sentence.turn - 1), min(len(reading.turns), sentence.turn + 2))
     speakers = dict.fromkeys(
         [sentence.speaker, *(reading.speakers[i] for i in around if reading.turns[i].role not in QUIET_ROLES)]
@@ -507,7 +549,7 @@ def _memory(reading: _Reading, sentence: _Sentence, context: str) -> ExtractedMe
         {w: reading.weight[w] * (ENTITY_BONUS if w in named else 1) for w in sentence.words}, reading, SENTENCE_TAGS
     )
     return ExtractedMemory(
-        gesture=_clip(sentence.quoted, MAX_GESTURE),
+        gesture=_clip(_said(reading, sentence, facts), MAX_GESTURE),
         context=context,
         tags=tuple(dict.fromkeys([*own, *_ranked(reading.rank, reading, MAX_TAGS)]))[:MAX_TAGS],
         related_entities=tuple(name[:MAX_NAME] for name in names),
