@@ -60,6 +60,7 @@ import numpy.typing as npt
 
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
 from tideline_core.dream.solidify.statements import FACT_WEIGHT, Statement, judge
+from tideline_core.dream.words import english_content, one_form
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import MAX_FIELD, MAX_GESTURE, MAX_TAG
 from tideline_core.search.salience import idf_table
@@ -67,7 +68,6 @@ from tideline_core.timeutil import as_utc
 from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
 
 TOP_WORDS = 8
-MIN_WORDS = 2
 TURNS_PER_MEMORY = 2
 MAX_MEMORIES = 24
 ANSWER_WEIGHT = 1.0
@@ -104,12 +104,7 @@ _DATED = re.compile(
     rf"|\b(?:{_CALENDAR_WORDS.replace(' ', '|')})\b",
     re.IGNORECASE,
 )
-_DECISION = re.compile(
-    r"\b(?:decided|decide to|agreed|agree to|plan to|planning to|the plan is|going to|gonna|let's|let’s)\b"
-    r"|\b(?:i|we|you|they|he|she)(?:['’]ll| will| shall)\b"
-    r"|决定|打算|准备|计划|定了|约好|说好|商定|敲定|(?:我|我们|咱们|咱)(?:就|先|还|都)?要",
-    re.IGNORECASE,
-)
+_PLANS = frozenset({"plan", "decision"})
 _CALENDAR = frozenset([*_CALENDAR_WORDS.split(), "may"])
 _EN_FILLER = frozenset(
     """hi hello hey morning evening afternoon night everyone guys bye goodbye thanks thank thx ok okay sure yes
@@ -210,7 +205,17 @@ def extract_memories(
     reading = _read(chunk.turns, known_persons or {})
     wanted = min(max_memories, max(1, math.ceil(len(chunk.turns) / TURNS_PER_MEMORY)))
     facts = _facts(reading)
-    scores = {s.position: _score(reading, s, centrality) for s in reading.sentences}
+    chosen = _choose(reading, facts, centrality, wanted)
+    context = _context(chunk.session_id, reading.participants, chunk.start, chunk.end, reading.chinese)
+    return [_memory(reading, sentence, context, facts) for sentence in chosen]
+
+
+def _choose(
+    reading: _Reading, facts: Mapping[_Sentence, float], centrality: Mapping[int, float] | None, wanted: int
+) -> list[_Sentence]:
+    """Up to `wanted` facts, heaviest first (then the most salient), one per turn, none repeating another;
+    returned in conversation order."""
+    scores = {s.position: _score(reading, s, centrality) for s in facts}
     chosen: list[_Sentence] = []
     for sentence in sorted(facts, key=lambda s: (-facts[s], -scores[s.position], s.position)):
         if len(chosen) >= wanted:
@@ -218,8 +223,7 @@ def extract_memories(
         if any(c.turn == sentence.turn for c in chosen) or any(_overlap(sentence, c) >= MAX_OVERLAP for c in chosen):
             continue
         chosen.append(sentence)
-    context = _context(chunk.session_id, reading.participants, chunk.start, chunk.end, reading.chinese)
-    return [_memory(reading, sentence, context, facts) for sentence in sorted(chosen, key=lambda s: s.position)]
+    return sorted(chosen, key=lambda s: s.position)
 
 
 def _facts(reading: _Reading) -> dict[_Sentence, float]:
@@ -251,8 +255,9 @@ def extract_digest(
     ordered = sorted(turns, key=lambda t: (as_utc(t.created_at), t.id))
     reading = _read(ordered, known_persons or {})
     wanted = min(4, max(2, len(ordered) // TURNS_PER_POINT))
-    what = sorted(_pick(reading, centrality, wanted, one_per_turn=False), key=lambda s: s.position)
-    decisions = [s for s in reading.sentences if not s.question and _DECISION.search(s.text)]
+    facts = _facts(reading)
+    what = _choose(reading, facts, centrality, wanted)
+    decisions = [s for s in facts if s.statement.cues & _PLANS]
     open_questions = [s for s in reading.sentences if s.question and not _answered(reading, s.turn)]
     return ExtractedDigest(
         session_id=session_id,
@@ -272,15 +277,20 @@ def digest_text(digest: ExtractedDigest) -> tuple[str, str, str, str]:
     chinese = mostly_cjk(" ".join([*digest.what, *digest.decisions, *digest.open_questions, *digest.tags, *digest.who]))
     session = _flat(digest.session_id, 80)
     who = _names(digest.who, chinese)
-    topics = ("、" if chinese else ", ").join(digest.tags)
+    day = f"{digest.start:%Y-%m-%d}"
+    # The headline is who met when and what they said first, in the session's own sentences.
+    said = "".join(digest.what[:2]) if chinese else " ".join(digest.what[:2])
+    planned = [d for d in digest.decisions if d not in digest.what[:2]][:1]
     if chinese:
         head = f"会话 {session} 摘要" if session else "对话摘要"
-        gesture = f"{head}：{who}谈到{topics}。" if topics else f"{head}：{who}。"
-        labels = ("经过", "决定", "待解决的问题", "无")
+        gesture = f"{head}（{day}）：{who}。{said}" + (f"计划：{planned[0]}" if planned else "")
+        gesture += f"未决：{digest.open_questions[0]}" if digest.open_questions else ""
+        labels = ("经过", "决定与计划", "待解决的问题", "无")
     else:
         head = f"Digest of session {session}" if session else "Digest of a conversation"
-        gesture = f"{head}: {who} on {topics}." if topics else f"{head}: {who}."
-        labels = ("What was said", "Decisions", "Open questions", "none")
+        gesture = f"{head} ({day}): {who}. {said}" + (f" Planned: {planned[0]}" if planned else "")
+        gesture = gesture.rstrip() + (f" Open: {digest.open_questions[0]}" if digest.open_questions else "")
+        labels = ("What was said", "Decisions and plans", "Open questions", "none")
     count = len(digest.source_turns)
     turns = f"，共 {count} 轮。" if chinese else f", {count} turns."
     context = _context(digest.session_id, digest.who, digest.start, digest.end, chinese).rstrip("。.") + turns
@@ -477,23 +487,6 @@ def _resolve(name: str, aliases: Mapping[str, str]) -> str:
 # --- choosing --------------------------------------------------------------------------------
 
 
-def _pick(
-    reading: _Reading, centrality: Mapping[int, float] | None, wanted: int, *, one_per_turn: bool
-) -> list[_Sentence]:
-    candidates = [s for s in reading.sentences if len(set(s.words)) >= MIN_WORDS]
-    scores = {s.position: _score(reading, s, centrality) for s in candidates}
-    chosen: list[_Sentence] = []
-    for sentence in sorted(candidates, key=lambda s: (-scores[s.position], s.position)):
-        if len(chosen) >= wanted:
-            break
-        if one_per_turn and any(c.turn == sentence.turn for c in chosen):
-            continue
-        if any(_overlap(sentence, c) >= MAX_OVERLAP for c in chosen):
-            continue
-        chosen.append(sentence)
-    return chosen
-
-
 def _score(reading: _Reading, sentence: _Sentence, centrality: Mapping[int, float] | None) -> float:
     heaviest = sorted((reading.weight[w] for w in set(sentence.words)), reverse=True)[:TOP_WORDS]
     score = sum(heaviest) / math.sqrt(max(1.0, len(sentence.words) / TOP_WORDS))
@@ -556,18 +549,32 @@ def _memory(reading: _Reading, sentence: _Sentence, context: str, facts: Mapping
         entities_role=_clip("; ".join(roles), MAX_GESTURE),
         source_turns=tuple(reading.turns[i].id for i in around),
         occurred_at=as_utc(reading.turns[sentence.turn].created_at),
-        narrative_type="decision" if not sentence.question and _DECISION.search(sentence.text) else "event",
+        narrative_type="decision" if sentence.statement.cues & _PLANS else "event",
     )
 
 
 def _ranked(weights: Mapping[str, float], reading: _Reading, top: int) -> tuple[str, ...]:
-    """The heaviest words, ties in order of first appearance; numbers-only words never."""
+    """The heaviest content words (`dream.words`: English nouns and names, one form of each; a speaker's
+    own name or its start, "Mel" of Melanie, never), ties in order of first appearance."""
     first: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for s in reading.sentences:
         for word in s.words:
             first.setdefault(word, s.position)
-    kept = [w for w in weights if not w.isdigit() and len(w) <= MAX_TAG]
-    return tuple(sorted(kept, key=lambda w: (-weights[w], first[w], w))[:top])
+            counts[word] += 1
+    forms = one_form(counts)
+    merged: dict[str, float] = {}
+    for word, weight in weights.items():
+        if not word.isdigit() and len(word) <= MAX_TAG and _tag_word(word, reading):
+            merged[forms[word]] = merged.get(forms[word], 0.0) + weight
+    return tuple(sorted(merged, key=lambda w: (-merged[w], first[w], w))[:top])
+
+
+def _tag_word(word: str, reading: _Reading) -> bool:
+    if not word.isascii():
+        return True  # a Chinese word is already one of jieba's content words (see `_analyse`)
+    nicknames = (part.lower() for name in reading.participants for part in name.split())
+    return english_content(word) and not any(len(word) >= 3 and n.startswith(word) for n in nicknames)
 
 
 def _distinct(names: Iterable[str]) -> list[str]:

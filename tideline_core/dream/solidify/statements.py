@@ -46,17 +46,23 @@ _EN_GREETING = frozenset(
     glad it's was is be am i i'm we to the a for all your that this welcome cheers care soon speak ok okay yes
     yeah sure alright cool awesome wow oh haha lol totally absolutely""".split()
 )
-_ZH_GREETING = (
-    "你好 您好 早上好 早安 中午好 下午好 晚上好 晚安 再见 拜拜 谢谢 多谢 感谢 辛苦 辛苦了 好的 好吧 嗯嗯 嗯 哈哈 哈哈哈 呵呵 收到 明白 "
+_ZH_GREETING = frozenset(
+    "你好 您好 早上好 早安 中午好 下午好 晚上好 晚安 再见 拜拜 谢谢 多谢 感谢 辛苦 辛苦了 "
+    "好的 好吧 嗯嗯 嗯 哈哈 哈哈哈 呵呵 收到 明白 "
     "了解 没问题 不客气 客气 好久不见 大家好 在吗 在 是的 对 对的 行 可以 啊 呀 哦 噢 嘿".split()
 )
 _REACTION_OPENERS = re.compile(
     r"^(?:wow|whoa|woah|oh|ooh|aw+|yay|omg|haha|lol|ha|hmm|ah|yikes|ugh|dang|damn|gosh|jeez"
     r"|congrats|congratulations|cool|nice|great|awesome|amazing|fantastic|wonderful|lovely|sweet|brilliant"
     r"|perfect|neat|impressive|incredible|beautiful|sounds|sound|glad|good for you|good luck|well done|no way"
-    r"|that(?:['’]s| is| was| sounds| looks| must| seems| would| will)|this (?:is|looks|sounds)|what an?\b|how (?:cool|nice|fun|great|awesome|exciting|amazing|lovely|sweet|wonderful)"
-    r"|(?:it|this|that|they|these|those)(?:['’]s| is| was| were| are| looks?| seems?) (?:so |really |such |always |very |super |pretty |truly |absolutely |great|amazing|awesome|wonderful|nice|cool|fun|important|inspiring|good|hard|tough|crazy|funny|true)"
-    r"|(?:i )?(?:totally |completely |really |so |100% )?agree|exactly|absolutely|totally|definitely|true|same|me too|right"
+    r"|that(?:['’]s| is| was| sounds| looks| must| seems| would| will)|this (?:is|looks|sounds)|what an?\b|how (?:cool"
+    r"|nice|fun|great|awesome|exciting|amazing|lovely|sweet|wonderful)"
+    r"|(?:it|this|that|they|these|those)(?:['’]s| is| was| were| are| looks?| seems?) (?:so |really "
+    r"|such |always |very "
+    r"|super |pretty |truly |absolutely |great|amazing|awesome|wonderful|nice|cool|fun|important|inspiring|good|hard"
+    r"|tough|crazy|funny|true)"
+    r"|(?:i )?(?:totally |completely |really |so |100% )?agree|exactly|absolutely|totally|definitely|true|same|me too"
+    r"|right"
     r"|(?:you|you['’]re|you are|you['’]ve|you have|you['’]d|you would|you['’]ll|you will|you must|you should|your)\b"
     r"|i(?:['’]m| am) (?:so |really |very )?(?:proud|happy|glad|sorry) (?:of|for) you"
     r"|(?:i )?(?:can['’]t|cannot) wait|keep (?:it up|going|up)|hang in there)\b",
@@ -74,7 +80,8 @@ _IRREGULAR_PAST = (
     "became built caught chose drew drove ate fell felt flew forgot hurt joined moved started finished visited"
 )
 _EVENT = re.compile(
-    rf"\b(?:i|we|my \w+|our \w+)(?: \w+ly)? (?:just |recently |finally |also |even )?(?:\w+ed|{'|'.join(_IRREGULAR_PAST.split())})\b",
+    rf"\b(?:i|we|my \w+|our \w+)(?: \w+ly)? (?:just |recently |finally |also |even )?"
+    rf"(?:\w+ed|{'|'.join(_IRREGULAR_PAST.split())})\b",
     re.IGNORECASE,
 )
 _PLAN = re.compile(
@@ -84,7 +91,8 @@ _PLAN = re.compile(
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
-    r"\b(?:i|we)(?: \w+ly)? (?:really |also |just |absolutely |totally )?(?:love|loved|like|liked|enjoy|enjoyed|prefer|preferred|adore|hate|hated|dislike)\b"
+    r"\b(?:i|we)(?: \w+ly)? (?:really |also |just |absolutely |totally )?(?:love|loved|like|liked|enjoy|enjoyed|prefer"
+    r"|preferred|adore|hate|hated|dislike)\b"
     r"|\b(?:favou?rite|keen on|into|passionate about|fan of|obsessed with|big on)\b",
     re.IGNORECASE,
 )
@@ -107,7 +115,8 @@ _NUMBER = re.compile(
 _DATE = re.compile(
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|january|february|march|april|june|july|"
     r"august|september|october|november|december|today|tomorrow|tonight|yesterday|ago|last (?:week|month|year|night|"
-    r"time|summer|spring|fall|winter|\w+day)|lately|recently|next (?:week|month|year|\w+day)|this (?:week|month|year|weekend|morning|"
+    r"time|summer|spring|fall|winter|\w+day)|lately|recently|next (?:week|month|year|\w+day)|this (?:week|month|year"
+    r"|weekend|morning|"
     r"evening)|years?|months?|weeks?|since|birthday|anniversary|summer|winter|spring|autumn|christmas|holidays?)\b",
     re.IGNORECASE,
 )
