@@ -4,42 +4,47 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
 
 - Sentences. A turn splits after . ! ? (followed by a space or the end) and after 。！？；, and at line
   breaks; the punctuation stays. A sentence is skipped when it is a fragment (fewer than 8
-  characters, or fewer than 4 汉字 when it has any) or carries no content word (greetings and
-  acknowledgements: "ok thanks", "哈哈", "好的", "Thanks Alice!"). System and tool turns are never
-  quoted (they are not conversation) but still count as neighbours in `source_turns`.
+  characters, or fewer than 4 汉字 when it has any) or carries no content word ("ok thanks", "哈哈").
+  System and tool turns are never quoted (they are not conversation) but still count as
+  neighbours in `source_turns`.
 - Content words. Chinese: jieba's part-of-speech words that are nouns, verbs, adjectives, idioms
   or abbreviations, of 2+ characters. English: lower-cased words of 2–40 letters. Both without
   stopwords, filler words and the speakers' own names (a name greeting someone says nothing).
-- Score. A word weighs its IDF (jieba's table, `search.salience`; the table's median for a word
-  it lacks, so English words all weigh the same) × (1 + ln of its count in the chunk): words the
-  conversation returns to weigh more. A sentence scores the sum of its 8 heaviest distinct words
-  divided by √(content words / 8) once it has more than 8, so a ramble does not win by length;
-  × (0.5 + centrality of its turn) when centralities are given (clamped to 0–1; a turn without
-  one takes the mean of the others); × 1.15 when it names an entity, × 1.1 when it holds a number
-  or a date. Ties go to the earlier sentence.
-- Memories. One per chunk, one more per 6 turns or 1,500 characters, at most `max_memories`,
-  greedily from the best sentences with at least 2 content words: never two from one turn, never
-  one whose word set overlaps an already chosen one's by 60 % or more (of the smaller set).
-  Returned in conversation order. The gesture is the sentence after its speaker ("Alice: …",
-  "张伟：…"), cut at a clause boundary with "…" past 2,000 characters; `source_turns` the turn and
-  its neighbours in the chunk; `occurred_at` the turn's time; the type "decision" when the
-  sentence states one (below), else "event". Tags: up to 4 of the sentence's heaviest words (a
-  word of a name it holds × 1.15), then the chunk's heaviest by count × IDF, 6 at most. Entities:
-  the speaker, the sentence's entities, the other speakers and entities of the source turns, 16
-  at most. `entities_role` marks those speakers "speaker" and the known persons mentioned
-  "mentioned", in English whatever the language, so the entity graph counts one role, not two.
+- Facts. Each sentence is judged by `statements`: questions, greetings and reactions are never kept;
+  a statement carries a fact when its cues (I/my, an event, a plan, a preference, a decision, a
+  feeling, a number, a date, a name) weigh 2 or more, one more when it answers a question the other
+  speaker asked in the turn before, and it holds 4 content words (3 in Chinese): "I'm gonna make it
+  happen" names nothing. When unsure, nothing is kept.
+- Score, among facts. The heavier fact first; then salience: a word weighs its IDF (jieba's table,
+  `search.salience`; the table's median for a word it lacks) × (1 + ln of its count in the chunk);
+  a sentence scores the sum of its 8 heaviest distinct words divided by √(content words / 8) once
+  it has more than 8, × (0.5 + centrality of its turn) when centralities are given (clamped to
+  0–1; a turn without one takes the mean of the others); × 1.15 when it names an entity, × 1.1
+  when it holds a number or a date. Ties go to the earlier sentence.
+- Memories. At most one per 2 turns of the chunk (`max_memories` at most), from the facts in the
+  order above: never two from one turn, never one whose word set overlaps an already chosen one's
+  by 60 % or more (of the smaller set). Returned in conversation order. The gesture is the speaker
+  and every fact sentence of the turn ("Alice: …", "张伟：…"; " … " where something else was said
+  between two), cut at a clause boundary with "…" past 2,000 characters; `source_turns` the turn
+  and its neighbours in the chunk; `occurred_at` the turn's time; the type "decision" when the
+  sentence states a plan or decision, else "event". Tags: up to 4 of the sentence's heaviest
+  content words (`dream.words`: English nouns and names in one form, never a speaker's name or
+  its start; a word of a name it holds × 1.15), then the chunk's heaviest by count × IDF, 6 at
+  most. Entities: the speaker, the sentence's entities, the other speakers and entities of the
+  source turns, 16 at most. `entities_role` marks those speakers "speaker" and the known persons
+  mentioned "mentioned", in English whatever the language, so the entity graph counts one role.
 - Entities. jieba's nr/ns/nt/nz words; a run of nouns ending in an institution word (论坛, 公司,
   大学 …) joined into one name (金融科技论坛); capitalised English words and runs of them, less
   the word opening the sentence unless it is capitalised mid-sentence somewhere in the chunk
   ("Deploy Redis now" names Redis); the known persons' aliases wherever they appear; every name
   resolved through `known_persons` ({alias lower-cased: canonical}).
-- Digest. `what`: 2–4 of the session's best sentences (one per 5 turns, dissimilar as above), in
-  conversation order. `decisions`: non-question sentences stating a decision or plan (decided,
-  agreed, plan to, going to, let's, I/we/you/they will or 'll; 决定 打算 准备 计划 定了 约好 说好
-  商定 敲定, 我/我们/咱们要). `open_questions`: sentences ending in ? or ？ after which no other
-  speaker (a user or an assistant turn) says anything in the session. Any later turn of another
-  speaker counts as the answer: rough, and it errs towards calling a question answered. Both at
-  most 6, earliest first, each cut at 500 characters.
+- Digest. `what`: 2–4 of the session's facts (one per 5 turns, chosen as memories are), in
+  conversation order. `decisions`: the facts stating a plan or decision. `open_questions`: questions
+  after which no other speaker (a user or an assistant turn) says anything in the session. Any
+  later turn of another speaker counts as the answer: rough, and it errs towards calling a question
+  answered. Both at most 6, earliest first, each cut at 500 characters. Its gesture says who, on
+  which day, the first two facts, the first plan not among them and the first open question, in
+  the session's own sentences.
 - Labels (contexts, digest text) are Chinese when the text is mostly CJK: one 汉字 per 3 Latin letters.
 """
 
@@ -72,6 +77,7 @@ TURNS_PER_MEMORY = 2
 MAX_MEMORIES = 24
 ANSWER_WEIGHT = 1.0
 FACT_WORDS = 4
+MIN_WORDS = 3
 ZH_FACT_WORDS = 3
 CHARS_PER_MEMORY = 1_500
 MAX_OVERLAP = 0.6
@@ -105,6 +111,7 @@ _DATED = re.compile(
     re.IGNORECASE,
 )
 _PLANS = frozenset({"plan", "decision"})
+_SPECIFIC = frozenset({"name", "number", "date"})
 _CALENDAR = frozenset([*_CALENDAR_WORDS.split(), "may"])
 _EN_FILLER = frozenset(
     """hi hello hey morning evening afternoon night everyone guys bye goodbye thanks thank thx ok okay sure yes
@@ -164,6 +171,7 @@ class ExtractedDigest:
 class _Sentence:
     turn: int  # index of its turn in the sequence
     position: int  # order among all sentences
+    piece: int  # order among the pieces its turn splits into, fragments included
     speaker: str
     text: str
     words: tuple[str, ...]  # content words in order, repeats kept
@@ -236,8 +244,10 @@ def _facts(reading: _Reading) -> dict[_Sentence, float]:
         before = s.turn - 1
         if weight > 0 and before in asked and reading.speakers[before] != s.speaker:
             weight += ANSWER_WEIGHT
-        # A fact names what it is about: a few content words ("I'm gonna make it happen" has none).
-        if weight >= FACT_WEIGHT and len(set(s.words)) >= (ZH_FACT_WORDS if mostly_cjk(s.text) else FACT_WORDS):
+        # A fact names what it is about: a name, a number, a time, or a few content words
+        # ("I'm gonna make it happen" has none of them).
+        needed = MIN_WORDS if s.statement.cues & _SPECIFIC else ZH_FACT_WORDS if mostly_cjk(s.text) else FACT_WORDS
+        if weight >= FACT_WEIGHT and len(set(s.words)) >= needed:
             out[s] = weight
     return out
 
@@ -342,16 +352,21 @@ def mostly_cjk(text: str) -> bool:
 def _read(turns: Sequence[TurnRow], aliases: Mapping[str, str]) -> _Reading:
     speakers = tuple(_resolve(t.speaker or t.role, aliases) for t in turns)
     own_names = frozenset(part.lower() for name in speakers for part in [name, *name.split()] if part)
-    texts = [(i, _flat(piece)) for i, t in enumerate(turns) if t.role not in QUIET_ROLES for piece in _split(t.content)]
-    texts = [(i, text) for i, text in texts if _long_enough(text)]
-    proper = frozenset(word for _, text in texts for _, word in _capitals(text))
+    texts = [
+        (i, k, _flat(piece))
+        for i, t in enumerate(turns)
+        if t.role not in QUIET_ROLES
+        for k, piece in enumerate(_split(t.content))
+    ]
+    texts = [(i, k, text) for i, k, text in texts if _long_enough(text)]
+    proper = frozenset(word for _, _, text in texts for _, word in _capitals(text))
     patterns = [(_alias_pattern(alias), name) for alias, name in sorted(aliases.items())]
     sentences: list[_Sentence] = []
-    for i, text in texts:
+    for i, k, text in texts:
         words, entities, dated = _analyse(text, own_names, proper, patterns, aliases)
         if words:
             statement = judge(text, speakers)
-            sentences.append(_Sentence(i, len(sentences), speakers[i], text, words, entities, dated, statement))
+            sentences.append(_Sentence(i, len(sentences), k, speakers[i], text, words, entities, dated, statement))
     counts = Counter(word for s in sentences for word in s.words)
     table = idf_table()
     idf = {word: table.weights.get(word, table.median) for word in counts}
@@ -523,7 +538,7 @@ def _said(reading: _Reading, sentence: _Sentence, facts: Mapping[_Sentence, floa
     mine = [s for s in reading.sentences if s.turn == sentence.turn and (s in facts or s is sentence)]
     text = mine[0].text
     for before, after in itertools.pairwise(mine):
-        text += (" " if after.position == before.position + 1 else " … ") + after.text
+        text += (" " if after.piece == before.piece + 1 else " … ") + after.text
     return f"{sentence.speaker}{'：' if mostly_cjk(text) else ': '}{text}"
 
 

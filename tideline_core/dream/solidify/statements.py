@@ -80,7 +80,8 @@ _IRREGULAR_PAST = (
     "became built caught chose drew drove ate fell felt flew forgot hurt joined moved started finished visited"
 )
 _EVENT = re.compile(
-    rf"\b(?:i|we|my \w+|our \w+)(?: \w+ly)? (?:just |recently |finally |also |even )?"
+    r"\b(?:i|we|he|she|they|my \w+|our \w+|(?-i:the \w+(?: \w+)?|[A-Z][a-z]+))"
+    r"(?: \w+ly)? (?:just |recently |finally |also |even )?"
     rf"(?:\w+ed|{'|'.join(_IRREGULAR_PAST.split())})\b",
     re.IGNORECASE,
 )
@@ -120,7 +121,9 @@ _DATE = re.compile(
     r"evening)|years?|months?|weeks?|since|birthday|anniversary|summer|winter|spring|autumn|christmas|holidays?)\b",
     re.IGNORECASE,
 )
-_ZH_PLAN = re.compile(r"打算|准备|计划|想要|要去|要做|将要|将会|下周|下个月|明天|明年|后天|以后|约好|预约|报名|安排")
+_ZH_PLAN = re.compile(
+    r"打算|准备|计划|负责|我来|想要|要去|要做|将要|将会|下周|下个月|明天|明年|后天|以后|约好|预约|报名|安排"
+)
 _ZH_PREFERENCE = re.compile(r"喜欢|爱好|最爱|热爱|讨厌|偏好|爱吃|爱看|不喜欢|迷上|着迷")
 _ZH_DECISION = re.compile(r"决定|定了|选了|选择了|说好|商定|敲定|同意了")
 _ZH_FEELING = re.compile(r"开心|高兴|难过|伤心|紧张|焦虑|担心|害怕|激动|兴奋|郁闷|累|压力|感动|失望|满意")
