@@ -124,12 +124,13 @@ _EN_FILLER = frozenset(
 )
 _ZH_FILLER = frozenset(
     """好的 好吧 哈哈 哈哈哈 呵呵 嘿嘿 嗯嗯 谢谢 多谢 感谢 收到 明白 了解 知道 没问题 可以 是的 对的 你好 您好 大家
-    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该""".split()
+    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该 还有 比如 记得 知道 想起
+    听起来 太棒了 太好了""".split()
 )
 _EN_SKIP = ENGLISH_STOPWORDS | _EN_FILLER
 _SKIP_CAPS = _EN_SKIP | _CALENDAR | {"i"}
 _ZH_SKIP = CHINESE_STOPWORDS | _ZH_FILLER
-_ZH_CONTENT_POS = frozenset({"v", "vn", "a", "an", "i", "l", "j"})
+_ZH_CONTENT_POS = frozenset({"v", "vn", "vd", "a", "an", "ad"})
 _ZH_ENTITY_POS = frozenset({"ns", "nt", "nz"})
 _INSTITUTIONS = frozenset(
     """论坛 峰会 大会 会议 研讨会 博览会 展会 公司 集团 大学 学院 学校 银行 医院 研究院 研究所 实验室 中心 协会 学会
