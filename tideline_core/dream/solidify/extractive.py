@@ -7,8 +7,8 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
   characters, or fewer than 4 汉字 when it has any) or carries no content word ("ok thanks", "哈哈").
   System and tool turns are never quoted (they are not conversation) but still count as
   neighbours in `source_turns`.
-- Content words. Chinese: jieba's part-of-speech words that are nouns, verbs, adjectives, idioms
-  or abbreviations, of 2+ characters. English: lower-cased words of 2–40 letters. Both without
+- Content words. Chinese: jieba's part-of-speech words that are nouns, verbs or adjectives, of 2+
+  characters. English: lower-cased words of 2–40 letters. Both without
   stopwords, filler words and the speakers' own names (a name greeting someone says nothing).
 - Facts. Each sentence is judged by `statements`: questions, greetings and reactions are never kept;
   a statement carries a fact when its cues (I/my, an event, a plan, a preference, a decision, a
@@ -39,10 +39,10 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
   ("Deploy Redis now" names Redis); the known persons' aliases wherever they appear; every name
   resolved through `known_persons` ({alias lower-cased: canonical}).
 - Digest. `what`: 2–4 of the session's facts (one per 5 turns, chosen as memories are), in
-  conversation order. `decisions`: the facts stating a plan or decision. `open_questions`: questions
-  after which no other speaker (a user or an assistant turn) says anything in the session. Any
-  later turn of another speaker counts as the answer: rough, and it errs towards calling a question
-  answered. Both at most 6, earliest first, each cut at 500 characters. Its gesture says who, on
+  conversation order. `decisions`: the facts stating a plan or decision. `open_questions`:
+  questions (`statements`: a ? or ？, or a Chinese 吗 呢 at the end) after which no other speaker (a
+  user or an assistant turn) says anything in the session. Any later turn of another speaker counts
+  as the answer: rough, and it errs towards calling a question answered. Both at most 6, earliest first, each cut at 500 characters. Its gesture says who, on
   which day, the first two facts, the first plan not among them and the first open question, in
   the session's own sentences.
 - Labels (contexts, digest text) are Chinese when the text is mostly CJK: one 汉字 per 3 Latin letters.
@@ -124,8 +124,8 @@ _EN_FILLER = frozenset(
 )
 _ZH_FILLER = frozenset(
     """好的 好吧 哈哈 哈哈哈 呵呵 嘿嘿 嗯嗯 谢谢 多谢 感谢 收到 明白 了解 知道 没问题 可以 是的 对的 你好 您好 大家
-    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该 还有 比如 记得 知道 想起
-    听起来 太棒了 太好了""".split()
+    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该 还有 比如
+    记得 想起 听起来 太棒了 太好了""".split()
 )
 _EN_SKIP = ENGLISH_STOPWORDS | _EN_FILLER
 _SKIP_CAPS = _EN_SKIP | _CALENDAR | {"i"}
@@ -183,10 +183,6 @@ class _Sentence:
     @property
     def quoted(self) -> str:
         return f"{self.speaker}{'：' if mostly_cjk(self.text) else ': '}{self.text}"
-
-    @property
-    def question(self) -> bool:
-        return self.text.rstrip(_CLOSERS + " ").endswith(("?", "？"))
 
 
 @dataclass(frozen=True)
@@ -269,7 +265,7 @@ def extract_digest(
     facts = _facts(reading)
     what = _choose(reading, facts, centrality, wanted)
     decisions = [s for s in facts if s.statement.cues & _PLANS]
-    open_questions = [s for s in reading.sentences if s.question and not _answered(reading, s.turn)]
+    open_questions = [s for s in reading.sentences if s.statement.kind == "question" and not _answered(reading, s.turn)]
     return ExtractedDigest(
         session_id=session_id,
         who=reading.participants,

@@ -8,14 +8,16 @@ Pure: a sentence and the conversation's speaker names in, a frozen `Statement` o
 - Reaction: it opens with an interjection or a verdict on what the other said ("Wow", "That's
   great", "Sounds fun", "Congrats", "I agree", "You're so brave", "It's amazing how…", "哇", "太好了",
   "真棒", "是啊"), or it is about the listener: "you/your" outnumber "I/my/we" and it names nothing
-  and no time. A reaction that goes on to state a fact of its own ("Wow, I ran 5 km today") is a
+  and no time or figure. A reaction that goes on to state a fact of its own ("Wow, I ran 5 km today") is a
   reaction all the same: the sentence after it is where the fact is.
 - Cues a statement may carry: `self` (the speaker says I/my/we: a fact about a person, not a maxim),
-  `event` (I/we with a past-tense verb), `plan` (going to, will, planning, thinking about, next
-  week; 打算 准备 计划 要 想), `preference` (love, like, enjoy, favourite, keen on; 喜欢 爱 讨厌),
-  `decision` (decided, chose, signed up, agreed; 决定 选了 报名), `feeling` (I feel/felt, made me
-  feel; 觉得…很, 开心 难过), `number`, `date` (a date, weekday, month or time word), `name` (a name
-  that is not one of the speakers: capitalised mid-sentence; jieba's nr/ns/nt/nz).
+  `event` (a subject, I/we/he/she/they, "the …" or a Name, with a past-tense verb), `plan` (going
+  to, gonna, planning, thinking about, hoping to, next week, tomorrow, signed up, booked; 打算 准备
+  计划 负责 下周 明天 预约; a bare "I'll" is a promise, not a plan), `preference` (I love/like/enjoy/
+  prefer, favourite, keen on; 喜欢 最爱 讨厌), `decision` (decided, chose, agreed, signed up; 决定 选了
+  说好), `feeling` (I feel/felt/was happy, excited, swamped…, made me feel; 开心 紧张 担心), `number`,
+  `date` (a date, weekday, month or time word, lately, years; jieba's t), `name` (a name that is not
+  one of the speakers: capitalised mid-sentence; jieba's nr/ns/nt/nz).
 - `weight`: a statement's cues summed (a name, number or date 1 each, self 1, the rest 1.5), 0 for
   anything that is not a statement. A sentence with only `self` (weight 1) states no fact.
 """
