@@ -42,9 +42,9 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
   conversation order. `decisions`: the facts stating a plan or decision. `open_questions`:
   questions (`statements`: a ? or ？, or a Chinese 吗 呢 at the end) after which no other speaker (a
   user or an assistant turn) says anything in the session. Any later turn of another speaker counts
-  as the answer: rough, and it errs towards calling a question answered. Both at most 6, earliest first, each cut at 500 characters. Its gesture says who, on
-  which day, the first two facts, the first plan not among them and the first open question, in
-  the session's own sentences.
+  as the answer: rough, and it errs towards calling a question answered. Both at most 6, earliest
+  first, each cut at 500 characters. Its gesture says who, on which day, the first two facts, the
+  first plan not among them and the first open question, in the session's own sentences.
 - Labels (contexts, digest text) are Chinese when the text is mostly CJK: one 汉字 per 3 Latin letters.
 """
 
