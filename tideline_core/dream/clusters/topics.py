@@ -1,26 +1,27 @@
-"""Topic clusters: jieba POS keywords per narrative, then a document-frequency filter.
+"""Topic clusters: content words per narrative, then a document-frequency filter.
 
 Pure: (narrative id, text) pairs in, frozen `TopicCluster`s out. A narrative's keywords are its
-Chinese nouns, verbs and adjectives (by jieba's part-of-speech tags) of two characters or more
-and its English words of 3–40 letters, stopwords dropped. A keyword is dropped when it appears in
-more than max(4, 20 % of N) narratives (it says nothing) or in fewer than 3 (it groups nothing);
-each surviving keyword is a cluster.
+content words (`dream.words`): Chinese nouns, verbs and adjectives by jieba's part-of-speech tags,
+of two characters or more; English nouns and names of 3–40 letters, not the verbs, adjectives and
+adverbs ("amazing", "together", "worked"). Across the narratives, the forms of one word are one
+keyword ("painting" and "paintings"). A keyword is dropped when it appears in more than max(4,
+20 % of N) narratives (it says nothing) or in fewer than 3 (it groups nothing); each surviving
+keyword is a cluster.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
+from tideline_core.dream.words import chinese_content, english_content, one_form
+from tideline_core.tokens import initialize
 
-# Nouns (n, nr, ns, nt, nz, vn, ng), verbs (v) and adjectives (a), plus jieba's finer tags of the
-# same kinds: nrt/nrfg are person names (nr), an is an adjectival noun.
-KEEP_POS = frozenset({"n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "vn", "ng", "v", "a", "an"})
 MIN_DF = 3
 MAX_SHARE = 0.2
 MAX_FLOOR = 4
@@ -57,8 +58,8 @@ def _tagger() -> Any:
 
 
 def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
-    """The distinct topic keywords of one text: kept-POS Chinese words of 2+ characters and
-    lower-cased English words of 3 to 40 characters that are not stopwords.
+    """The distinct topic keywords of one text: its Chinese and English content words (see the module),
+    English lower-cased and in one form each.
 
     HMM is off by default: it lets jieba guess words missing from its dictionary, but makes
     extraction about twice as slow; without it such words fall apart into single characters,
@@ -69,16 +70,17 @@ def keywords(text: str, *, hmm: bool = False) -> frozenset[str]:
         han = match.group("han")
         if han is not None:
             for word, flag in _tagger().cut(han, HMM=hmm):
-                if flag in KEEP_POS and len(word) >= 2 and word not in CHINESE_STOPWORDS:
+                if chinese_content(word, flag):
                     found.add(word)
             continue
         word = match.group("en").lower().replace("’", "'")
         if word.endswith("'s"):
             word = word[:-2]
         # A remaining apostrophe is a contraction (isn't, we'll): function words, not topics.
-        if 3 <= len(word) <= MAX_KEYWORD_LEN and "'" not in word and word not in ENGLISH_STOPWORDS:
+        if len(word) <= MAX_KEYWORD_LEN and english_content(word):
             found.add(word)
-    return frozenset(found)
+    forms = one_form(found)
+    return frozenset(forms[word] for word in found)
 
 
 def keyword_sets(narratives: Iterable[tuple[int, str]], *, hmm: bool = False) -> dict[int, frozenset[str]]:
@@ -119,10 +121,11 @@ def clusters_from_keywords(
     max_floor: int = MAX_FLOOR,
 ) -> list[TopicCluster]:
     """`topic_clusters` for keywords already extracted (see `keyword_sets`)."""
-    holders: dict[str, list[int]] = {}
+    forms = one_form(Counter(word for words in keyword_sets_by_id.values() for word in set(words)))
+    holders: dict[str, set[int]] = {}
     for narrative_id, words in keyword_sets_by_id.items():
         for word in set(words):
-            holders.setdefault(word, []).append(narrative_id)
+            holders.setdefault(forms[word], set()).add(narrative_id)
     low, high = df_bounds(len(keyword_sets_by_id), min_df=min_df, max_share=max_share, max_floor=max_floor)
     clusters = [TopicCluster(word, tuple(sorted(ids))) for word, ids in holders.items() if low <= len(ids) <= high]
     clusters.sort(key=lambda c: (-c.size, c.keyword))

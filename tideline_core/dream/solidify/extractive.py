@@ -4,48 +4,54 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
 
 - Sentences. A turn splits after . ! ? (followed by a space or the end) and after 。！？；, and at line
   breaks; the punctuation stays. A sentence is skipped when it is a fragment (fewer than 8
-  characters, or fewer than 4 汉字 when it has any) or carries no content word (greetings and
-  acknowledgements: "ok thanks", "哈哈", "好的", "Thanks Alice!"). System and tool turns are never
-  quoted (they are not conversation) but still count as neighbours in `source_turns`.
-- Content words. Chinese: jieba's part-of-speech words that are nouns, verbs, adjectives, idioms
-  or abbreviations, of 2+ characters. English: lower-cased words of 2–40 letters. Both without
+  characters, or fewer than 4 汉字 when it has any) or carries no content word ("ok thanks", "哈哈").
+  System and tool turns are never quoted (they are not conversation) but still count as
+  neighbours in `source_turns`.
+- Content words. Chinese: jieba's part-of-speech words that are nouns, verbs or adjectives, of 2+
+  characters. English: lower-cased words of 2–40 letters. Both without
   stopwords, filler words and the speakers' own names (a name greeting someone says nothing).
-- Score. A word weighs its IDF (jieba's table, `search.salience`; the table's median for a word
-  it lacks, so English words all weigh the same) × (1 + ln of its count in the chunk): words the
-  conversation returns to weigh more. A sentence scores the sum of its 8 heaviest distinct words
-  divided by √(content words / 8) once it has more than 8, so a ramble does not win by length;
-  × (0.5 + centrality of its turn) when centralities are given (clamped to 0–1; a turn without
-  one takes the mean of the others); × 1.15 when it names an entity, × 1.1 when it holds a number
-  or a date. Ties go to the earlier sentence.
-- Memories. One per chunk, one more per 6 turns or 1,500 characters, at most `max_memories`,
-  greedily from the best sentences with at least 2 content words: never two from one turn, never
-  one whose word set overlaps an already chosen one's by 60 % or more (of the smaller set).
-  Returned in conversation order. The gesture is the sentence after its speaker ("Alice: …",
-  "张伟：…"), cut at a clause boundary with "…" past 2,000 characters; `source_turns` the turn and
-  its neighbours in the chunk; `occurred_at` the turn's time; the type "decision" when the
-  sentence states one (below), else "event". Tags: up to 4 of the sentence's heaviest words (a
-  word of a name it holds × 1.15), then the chunk's heaviest by count × IDF, 6 at most. Entities:
-  the speaker, the sentence's entities, the other speakers and entities of the source turns, 16
-  at most. `entities_role` marks those speakers "speaker" and the known persons mentioned
-  "mentioned", in English whatever the language, so the entity graph counts one role, not two.
+- Facts. Each sentence is judged by `statements`: questions, greetings and reactions are never kept;
+  a statement carries a fact when its cues (I/my, an event, a plan, a preference, a decision, a
+  feeling, a number, a date, a name) weigh 2 or more, one more when it answers a question the other
+  speaker asked in the turn before, and it holds 4 content words (3 in Chinese): "I'm gonna make it
+  happen" names nothing. When unsure, nothing is kept.
+- Score, among facts. The heavier fact first; then salience: a word weighs its IDF (jieba's table,
+  `search.salience`; the table's median for a word it lacks) × (1 + ln of its count in the chunk);
+  a sentence scores the sum of its 8 heaviest distinct words divided by √(content words / 8) once
+  it has more than 8, × (0.5 + centrality of its turn) when centralities are given (clamped to
+  0–1; a turn without one takes the mean of the others); × 1.15 when it names an entity, × 1.1
+  when it holds a number or a date. Ties go to the earlier sentence.
+- Memories. At most one per 2 turns of the chunk (`max_memories` at most), from the facts in the
+  order above: never two from one turn, never one whose word set overlaps an already chosen one's
+  by 60 % or more (of the smaller set). Returned in conversation order. The gesture is the speaker
+  and every fact sentence of the turn ("Alice: …", "张伟：…"; " … " where something else was said
+  between two), cut at a clause boundary with "…" past 2,000 characters; `source_turns` the turn
+  and its neighbours in the chunk; `occurred_at` the turn's time; the type "decision" when the
+  sentence states a plan or decision, else "event". Tags: up to 4 of the sentence's heaviest
+  content words (`dream.words`: English nouns and names in one form, never a speaker's name or
+  its start; a word of a name it holds × 1.15), then the chunk's heaviest by count × IDF, 6 at
+  most. Entities: the speaker, the sentence's entities, the other speakers and entities of the
+  source turns, 16 at most. `entities_role` marks those speakers "speaker" and the known persons
+  mentioned "mentioned", in English whatever the language, so the entity graph counts one role.
 - Entities. jieba's nr/ns/nt/nz words; a run of nouns ending in an institution word (论坛, 公司,
   大学 …) joined into one name (金融科技论坛); capitalised English words and runs of them, less
   the word opening the sentence unless it is capitalised mid-sentence somewhere in the chunk
   ("Deploy Redis now" names Redis); the known persons' aliases wherever they appear; every name
   resolved through `known_persons` ({alias lower-cased: canonical}).
-- Digest. `what`: 2–4 of the session's best sentences (one per 5 turns, dissimilar as above), in
-  conversation order. `decisions`: non-question sentences stating a decision or plan (decided,
-  agreed, plan to, going to, let's, I/we/you/they will or 'll; 决定 打算 准备 计划 定了 约好 说好
-  商定 敲定, 我/我们/咱们要). `open_questions`: sentences ending in ? or ？ after which no other
-  speaker (a user or an assistant turn) says anything in the session. Any later turn of another
-  speaker counts as the answer: rough, and it errs towards calling a question answered. Both at
-  most 6, earliest first, each cut at 500 characters.
+- Digest. `what`: 2–4 of the session's facts (one per 5 turns, chosen as memories are), in
+  conversation order. `decisions`: the facts stating a plan or decision. `open_questions`:
+  questions (`statements`: a ? or ？, or a Chinese 吗 呢 at the end) after which no other speaker (a
+  user or an assistant turn) says anything in the session. Any later turn of another speaker counts
+  as the answer: rough, and it errs towards calling a question answered. Both at most 6, earliest
+  first, each cut at 500 characters. Its gesture says who, on which day, the first two facts, the
+  first plan not among them and the first open question, in the session's own sentences.
 - Labels (contexts, digest text) are Chinese when the text is mostly CJK: one 汉字 per 3 Latin letters.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -58,6 +64,8 @@ import numpy as np
 import numpy.typing as npt
 
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
+from tideline_core.dream.solidify.statements import FACT_WEIGHT, Statement, judge
+from tideline_core.dream.words import english_content, one_form
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import MAX_FIELD, MAX_GESTURE, MAX_TAG
 from tideline_core.search.salience import idf_table
@@ -65,8 +73,12 @@ from tideline_core.timeutil import as_utc
 from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
 
 TOP_WORDS = 8
-MIN_WORDS = 2
-TURNS_PER_MEMORY = 6
+TURNS_PER_MEMORY = 2
+MAX_MEMORIES = 24
+ANSWER_WEIGHT = 1.0
+FACT_WORDS = 4
+MIN_WORDS = 3
+ZH_FACT_WORDS = 3
 CHARS_PER_MEMORY = 1_500
 MAX_OVERLAP = 0.6
 ENTITY_BONUS = 1.15
@@ -98,12 +110,8 @@ _DATED = re.compile(
     rf"|\b(?:{_CALENDAR_WORDS.replace(' ', '|')})\b",
     re.IGNORECASE,
 )
-_DECISION = re.compile(
-    r"\b(?:decided|decide to|agreed|agree to|plan to|planning to|the plan is|going to|gonna|let's|let’s)\b"
-    r"|\b(?:i|we|you|they|he|she)(?:['’]ll| will| shall)\b"
-    r"|决定|打算|准备|计划|定了|约好|说好|商定|敲定|(?:我|我们|咱们|咱)(?:就|先|还|都)?要",
-    re.IGNORECASE,
-)
+_PLANS = frozenset({"plan", "decision"})
+_SPECIFIC = frozenset({"name", "number", "date"})
 _CALENDAR = frozenset([*_CALENDAR_WORDS.split(), "may"])
 _EN_FILLER = frozenset(
     """hi hello hey morning evening afternoon night everyone guys bye goodbye thanks thank thx ok okay sure yes
@@ -116,12 +124,13 @@ _EN_FILLER = frozenset(
 )
 _ZH_FILLER = frozenset(
     """好的 好吧 哈哈 哈哈哈 呵呵 嘿嘿 嗯嗯 谢谢 多谢 感谢 收到 明白 了解 知道 没问题 可以 是的 对的 你好 您好 大家
-    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该""".split()
+    早上好 晚上好 晚安 再见 拜拜 辛苦 觉得 感觉 认为 看看 一下 东西 事情 时候 有点 还是 可能 应该 还有 比如
+    记得 想起 听起来 太棒了 太好了""".split()
 )
 _EN_SKIP = ENGLISH_STOPWORDS | _EN_FILLER
 _SKIP_CAPS = _EN_SKIP | _CALENDAR | {"i"}
 _ZH_SKIP = CHINESE_STOPWORDS | _ZH_FILLER
-_ZH_CONTENT_POS = frozenset({"v", "vn", "a", "an", "i", "l", "j"})
+_ZH_CONTENT_POS = frozenset({"v", "vn", "vd", "a", "an", "ad"})
 _ZH_ENTITY_POS = frozenset({"ns", "nt", "nz"})
 _INSTITUTIONS = frozenset(
     """论坛 峰会 大会 会议 研讨会 博览会 展会 公司 集团 大学 学院 学校 银行 医院 研究院 研究所 实验室 中心 协会 学会
@@ -163,19 +172,17 @@ class ExtractedDigest:
 class _Sentence:
     turn: int  # index of its turn in the sequence
     position: int  # order among all sentences
+    piece: int  # order among the pieces its turn splits into, fragments included
     speaker: str
     text: str
     words: tuple[str, ...]  # content words in order, repeats kept
     entities: tuple[str, ...]
     dated: bool
+    statement: Statement
 
     @property
     def quoted(self) -> str:
         return f"{self.speaker}{'：' if mostly_cjk(self.text) else ': '}{self.text}"
-
-    @property
-    def question(self) -> bool:
-        return self.text.rstrip(_CLOSERS + " ").endswith(("?", "？"))
 
 
 @dataclass(frozen=True)
@@ -197,14 +204,49 @@ def extract_memories(
     *,
     centrality: Mapping[int, float] | None = None,
     known_persons: Mapping[str, str] | None = None,
-    max_memories: int = 3,
+    max_memories: int = MAX_MEMORIES,
 ) -> list[ExtractedMemory]:
-    """The chunk's most salient sentences as memories (none when it is only small talk); see the module rules."""
+    """The chunk's fact-bearing statements as memories, one per turn (none when it is only small talk)."""
     reading = _read(chunk.turns, known_persons or {})
-    wanted = min(max_memories, max(1, len(chunk.turns) // TURNS_PER_MEMORY, chunk.chars // CHARS_PER_MEMORY))
-    chosen = _pick(reading, centrality, wanted, one_per_turn=True)
+    wanted = min(max_memories, max(1, math.ceil(len(chunk.turns) / TURNS_PER_MEMORY)))
+    facts = _facts(reading)
+    chosen = _choose(reading, facts, centrality, wanted)
     context = _context(chunk.session_id, reading.participants, chunk.start, chunk.end, reading.chinese)
-    return [_memory(reading, sentence, context) for sentence in sorted(chosen, key=lambda s: s.position)]
+    return [_memory(reading, sentence, context, facts) for sentence in chosen]
+
+
+def _choose(
+    reading: _Reading, facts: Mapping[_Sentence, float], centrality: Mapping[int, float] | None, wanted: int
+) -> list[_Sentence]:
+    """Up to `wanted` facts, heaviest first (then the most salient), one per turn, none repeating another;
+    returned in conversation order."""
+    scores = {s.position: _score(reading, s, centrality) for s in facts}
+    chosen: list[_Sentence] = []
+    for sentence in sorted(facts, key=lambda s: (-facts[s], -scores[s.position], s.position)):
+        if len(chosen) >= wanted:
+            break
+        if any(c.turn == sentence.turn for c in chosen) or any(_overlap(sentence, c) >= MAX_OVERLAP for c in chosen):
+            continue
+        chosen.append(sentence)
+    return sorted(chosen, key=lambda s: s.position)
+
+
+def _facts(reading: _Reading) -> dict[_Sentence, float]:
+    """Each sentence that carries a fact → its weight: its statement's cues, and one more when it answers
+    a question the other speaker asked in the turn before (an answer is what a person would keep)."""
+    asked = {s.turn for s in reading.sentences if s.statement.kind == "question"}
+    out: dict[_Sentence, float] = {}
+    for s in reading.sentences:
+        weight = s.statement.weight
+        before = s.turn - 1
+        if weight > 0 and before in asked and reading.speakers[before] != s.speaker:
+            weight += ANSWER_WEIGHT
+        # A fact names what it is about: a name, a number, a time, or a few content words
+        # ("I'm gonna make it happen" has none of them).
+        needed = MIN_WORDS if s.statement.cues & _SPECIFIC else ZH_FACT_WORDS if mostly_cjk(s.text) else FACT_WORDS
+        if weight >= FACT_WEIGHT and len(set(s.words)) >= needed:
+            out[s] = weight
+    return out
 
 
 def extract_digest(
@@ -220,9 +262,10 @@ def extract_digest(
     ordered = sorted(turns, key=lambda t: (as_utc(t.created_at), t.id))
     reading = _read(ordered, known_persons or {})
     wanted = min(4, max(2, len(ordered) // TURNS_PER_POINT))
-    what = sorted(_pick(reading, centrality, wanted, one_per_turn=False), key=lambda s: s.position)
-    decisions = [s for s in reading.sentences if not s.question and _DECISION.search(s.text)]
-    open_questions = [s for s in reading.sentences if s.question and not _answered(reading, s.turn)]
+    facts = _facts(reading)
+    what = _choose(reading, facts, centrality, wanted)
+    decisions = [s for s in facts if s.statement.cues & _PLANS]
+    open_questions = [s for s in reading.sentences if s.statement.kind == "question" and not _answered(reading, s.turn)]
     return ExtractedDigest(
         session_id=session_id,
         who=reading.participants,
@@ -241,15 +284,20 @@ def digest_text(digest: ExtractedDigest) -> tuple[str, str, str, str]:
     chinese = mostly_cjk(" ".join([*digest.what, *digest.decisions, *digest.open_questions, *digest.tags, *digest.who]))
     session = _flat(digest.session_id, 80)
     who = _names(digest.who, chinese)
-    topics = ("、" if chinese else ", ").join(digest.tags)
+    day = f"{digest.start:%Y-%m-%d}"
+    # The headline is who met when and what they said first, in the session's own sentences.
+    said = "".join(digest.what[:2]) if chinese else " ".join(digest.what[:2])
+    planned = [d for d in digest.decisions if d not in digest.what[:2]][:1]
     if chinese:
         head = f"会话 {session} 摘要" if session else "对话摘要"
-        gesture = f"{head}：{who}谈到{topics}。" if topics else f"{head}：{who}。"
-        labels = ("经过", "决定", "待解决的问题", "无")
+        gesture = f"{head}（{day}）：{who}。{said}" + (f"计划：{planned[0]}" if planned else "")
+        gesture += f"未决：{digest.open_questions[0]}" if digest.open_questions else ""
+        labels = ("经过", "决定与计划", "待解决的问题", "无")
     else:
         head = f"Digest of session {session}" if session else "Digest of a conversation"
-        gesture = f"{head}: {who} on {topics}." if topics else f"{head}: {who}."
-        labels = ("What was said", "Decisions", "Open questions", "none")
+        gesture = f"{head} ({day}): {who}. {said}" + (f" Planned: {planned[0]}" if planned else "")
+        gesture = gesture.rstrip() + (f" Open: {digest.open_questions[0]}" if digest.open_questions else "")
+        labels = ("What was said", "Decisions and plans", "Open questions", "none")
     count = len(digest.source_turns)
     turns = f"，共 {count} 轮。" if chinese else f", {count} turns."
     context = _context(digest.session_id, digest.who, digest.start, digest.end, chinese).rstrip("。.") + turns
@@ -301,15 +349,21 @@ def mostly_cjk(text: str) -> bool:
 def _read(turns: Sequence[TurnRow], aliases: Mapping[str, str]) -> _Reading:
     speakers = tuple(_resolve(t.speaker or t.role, aliases) for t in turns)
     own_names = frozenset(part.lower() for name in speakers for part in [name, *name.split()] if part)
-    texts = [(i, _flat(piece)) for i, t in enumerate(turns) if t.role not in QUIET_ROLES for piece in _split(t.content)]
-    texts = [(i, text) for i, text in texts if _long_enough(text)]
-    proper = frozenset(word for _, text in texts for _, word in _capitals(text))
+    texts = [
+        (i, k, _flat(piece))
+        for i, t in enumerate(turns)
+        if t.role not in QUIET_ROLES
+        for k, piece in enumerate(_split(t.content))
+    ]
+    texts = [(i, k, text) for i, k, text in texts if _long_enough(text)]
+    proper = frozenset(word for _, _, text in texts for _, word in _capitals(text))
     patterns = [(_alias_pattern(alias), name) for alias, name in sorted(aliases.items())]
     sentences: list[_Sentence] = []
-    for i, text in texts:
+    for i, k, text in texts:
         words, entities, dated = _analyse(text, own_names, proper, patterns, aliases)
         if words:
-            sentences.append(_Sentence(i, len(sentences), speakers[i], text, words, entities, dated))
+            statement = judge(text, speakers)
+            sentences.append(_Sentence(i, len(sentences), k, speakers[i], text, words, entities, dated, statement))
     counts = Counter(word for s in sentences for word in s.words)
     table = idf_table()
     idf = {word: table.weights.get(word, table.median) for word in counts}
@@ -445,23 +499,6 @@ def _resolve(name: str, aliases: Mapping[str, str]) -> str:
 # --- choosing --------------------------------------------------------------------------------
 
 
-def _pick(
-    reading: _Reading, centrality: Mapping[int, float] | None, wanted: int, *, one_per_turn: bool
-) -> list[_Sentence]:
-    candidates = [s for s in reading.sentences if len(set(s.words)) >= MIN_WORDS]
-    scores = {s.position: _score(reading, s, centrality) for s in candidates}
-    chosen: list[_Sentence] = []
-    for sentence in sorted(candidates, key=lambda s: (-scores[s.position], s.position)):
-        if len(chosen) >= wanted:
-            break
-        if one_per_turn and any(c.turn == sentence.turn for c in chosen):
-            continue
-        if any(_overlap(sentence, c) >= MAX_OVERLAP for c in chosen):
-            continue
-        chosen.append(sentence)
-    return chosen
-
-
 def _score(reading: _Reading, sentence: _Sentence, centrality: Mapping[int, float] | None) -> float:
     heaviest = sorted((reading.weight[w] for w in set(sentence.words)), reverse=True)[:TOP_WORDS]
     score = sum(heaviest) / math.sqrt(max(1.0, len(sentence.words) / TOP_WORDS))
@@ -492,7 +529,17 @@ def _answered(reading: _Reading, turn: int) -> bool:
 # --- writing ---------------------------------------------------------------------------------
 
 
-def _memory(reading: _Reading, sentence: _Sentence, context: str) -> ExtractedMemory:
+def _said(reading: _Reading, sentence: _Sentence, facts: Mapping[_Sentence, float]) -> str:
+    """The speaker and every fact-bearing sentence of the chosen one's turn, in order; " … " where the
+    turn says something else between two of them (a question, a reaction)."""
+    mine = [s for s in reading.sentences if s.turn == sentence.turn and (s in facts or s is sentence)]
+    text = mine[0].text
+    for before, after in itertools.pairwise(mine):
+        text += (" " if after.piece == before.piece + 1 else " … ") + after.text
+    return f"{sentence.speaker}{'：' if mostly_cjk(text) else ': '}{text}"
+
+
+def _memory(reading: _Reading, sentence: _Sentence, context: str, facts: Mapping[_Sentence, float]) -> ExtractedMemory:
     around = range(max(0, sentence.turn - 1), min(len(reading.turns), sentence.turn + 2))
     speakers = dict.fromkeys(
         [sentence.speaker, *(reading.speakers[i] for i in around if reading.turns[i].role not in QUIET_ROLES)]
@@ -507,25 +554,39 @@ def _memory(reading: _Reading, sentence: _Sentence, context: str) -> ExtractedMe
         {w: reading.weight[w] * (ENTITY_BONUS if w in named else 1) for w in sentence.words}, reading, SENTENCE_TAGS
     )
     return ExtractedMemory(
-        gesture=_clip(sentence.quoted, MAX_GESTURE),
+        gesture=_clip(_said(reading, sentence, facts), MAX_GESTURE),
         context=context,
         tags=tuple(dict.fromkeys([*own, *_ranked(reading.rank, reading, MAX_TAGS)]))[:MAX_TAGS],
         related_entities=tuple(name[:MAX_NAME] for name in names),
         entities_role=_clip("; ".join(roles), MAX_GESTURE),
         source_turns=tuple(reading.turns[i].id for i in around),
         occurred_at=as_utc(reading.turns[sentence.turn].created_at),
-        narrative_type="decision" if not sentence.question and _DECISION.search(sentence.text) else "event",
+        narrative_type="decision" if sentence.statement.cues & _PLANS else "event",
     )
 
 
 def _ranked(weights: Mapping[str, float], reading: _Reading, top: int) -> tuple[str, ...]:
-    """The heaviest words, ties in order of first appearance; numbers-only words never."""
+    """The heaviest content words (`dream.words`: English nouns and names, one form of each; a speaker's
+    own name or its start, "Mel" of Melanie, never), ties in order of first appearance."""
     first: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for s in reading.sentences:
         for word in s.words:
             first.setdefault(word, s.position)
-    kept = [w for w in weights if not w.isdigit() and len(w) <= MAX_TAG]
-    return tuple(sorted(kept, key=lambda w: (-weights[w], first[w], w))[:top])
+            counts[word] += 1
+    forms = one_form(counts)
+    merged: dict[str, float] = {}
+    for word, weight in weights.items():
+        if not word.isdigit() and len(word) <= MAX_TAG and _tag_word(word, reading):
+            merged[forms[word]] = merged.get(forms[word], 0.0) + weight
+    return tuple(sorted(merged, key=lambda w: (-merged[w], first[w], w))[:top])
+
+
+def _tag_word(word: str, reading: _Reading) -> bool:
+    if not word.isascii():
+        return True  # a Chinese word is already one of jieba's content words (see `_analyse`)
+    nicknames = (part.lower() for name in reading.participants for part in name.split())
+    return english_content(word) and not any(len(word) >= 3 and n.startswith(word) for n in nicknames)
 
 
 def _distinct(names: Iterable[str]) -> list[str]:

@@ -31,6 +31,22 @@ def test_english_words_are_lower_cased_and_need_three_letters_and_no_stopword() 
     assert not {"the", "is", "ok", "an", "ox", "and", "whale-listen's"} & found
 
 
+def test_english_keywords_are_nouns_and_names_not_judgements_adverbs_or_past_tenses() -> None:
+    found = keywords("It's amazing how the festival brings people together, regardless; Lisbon worked wonderfully.")
+    assert {"festival", "people", "lisbon"} <= found
+    assert not {"amazing", "regardless", "together", "worked", "wonderfully", "brings"} & found
+
+
+def test_an_english_word_is_one_keyword_in_whatever_form_it_comes() -> None:
+    assert keywords("Work, works and working: painting and paintings.") == frozenset({"work", "painting"})
+
+
+def test_the_forms_of_one_word_across_narratives_make_one_cluster() -> None:
+    texts = ["We sketch paintings.", "Her painting sold.", "A painting of sea.", "Paintings in the hall."]
+    clusters = topic_clusters(list(enumerate(texts, 1)))
+    assert [(c.keyword, c.narrative_ids) for c in clusters if "paint" in c.keyword] == [("painting", (1, 2, 3, 4))]
+
+
 def test_identifier_like_tokens_longer_than_forty_characters_are_not_topics() -> None:
     assert keywords("deadbeef" * 6 + " commit") == frozenset({"commit"})
 
