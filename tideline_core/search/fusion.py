@@ -15,7 +15,8 @@ Methods:
   candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum.
   A document missing from a signal gets 0 from it. ``zeros`` can raise the min instead, to a
   level known to mean nothing (a dense margin of 0 over unrelated texts): candidates at or below
-  it get 0, so a store where every row is a candidate does not stretch the unrelated ones.
+  it get 0, so a store where every row is a candidate does not stretch the unrelated ones (when
+  none clears it, the signal still orders them by its own min and max).
   This is score-level (convex-combination) fusion: unlike RRF it keeps *how much* a document
   leads, so a confident keyword hit is not drowned by a dense list of near-equal cosines.
 - ``flat`` (either method): a signal whose ten best raw scores lie within ``flat[name]`` of each
@@ -73,9 +74,7 @@ def _normalize(
         if floor is not None:
             lo = min(lo, floor)
         hi = max(scores.values())
-        if zero is not None and lo < zero:
-            if hi <= zero:
-                return dict.fromkeys(scores, 0.0)
+        if zero is not None and lo < zero < hi:
             lo = zero
         span = hi - lo
         if span <= 0.0:

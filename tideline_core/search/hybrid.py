@@ -15,7 +15,8 @@ what was tried and kept):
 - ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
   it (``when.py``; also only among turns another signal found);
 - the dense views as margins over the query's similarity to unrelated texts of the row's script
-  (``reference.py``), so a row no closer than those adds nothing and languages meet on one scale;
+  (``reference.py``), so languages meet on one scale; where every row is a candidate (a store
+  smaller than ``DENSE_DEPTH``) a row no closer than those adds nothing;
 - fused by min-max score fusion with per-signal weights (a flat dense view weighs less, ``FLAT``);
 - ``join``: the session mates of a top turn that holds one of the query's identifiers, moved toward
   it when they share its rarest other words (``joins.py``: who a question identifies by one turn is
@@ -54,7 +55,7 @@ from tideline_core.search.query import (
     without_names,
     word_groups,
 )
-from tideline_core.search.reference import Reference, script_of
+from tideline_core.search.reference import OTHER, Reference, meaningful, script_of
 from tideline_core.search.signals import (
     Key,
     Signals,
@@ -147,6 +148,7 @@ class _Semantic:
     embed_ms: float = 0.0
     signals: dict[str, dict[Hashable, float]] = field(default_factory=dict)
     error: Exception | None = None
+    whole: bool = False  # every row searched was a candidate (the store is smaller than the depth)
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,10 @@ class HybridSearch:
         self._row_signals(q, windows, named_in, signals)
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
-        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT, zeros=ZEROS if floors else None)
+        # Over a deeper store the candidates are the nearest rows, their min-max scale already the query's; where
+        # every row is one, the unrelated would stretch over it, and the scale starts at the reference floor.
+        zeros = ZEROS if floors is not None and semantic.whole else None
+        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT, zeros=zeros)
         evidence = evidence_of(signals, dense=floors is not None)
         if "context" in kinds and mode != "dense":
             self._join(q, scores, parts)
@@ -349,7 +354,9 @@ class HybridSearch:
             walks = [
                 (kind, view) for kind in q.kinds for view in ("base", "ctx") if view == "base" or kind == "context"
             ]
-            for (kind, view), found in zip(walks, self._walk(q, walks, out.vector, depth), strict=True):
+            found_all = self._walk(q, walks, out.vector, depth)
+            out.whole = all(len(found) < depth for found in found_all)
+            for (kind, view), found in zip(walks, found_all, strict=True):
                 out.signals.setdefault("dense" if view == "base" else "ctx", {}).update(
                     {(kind, i): s for i, s in found}
                 )
@@ -365,12 +372,12 @@ class HybridSearch:
         for name in ("dense", "ctx"):
             if name in signals:
                 signals[name] = {
-                    key: s - floors[script.get(cast(Key, key), "latin")] for key, s in signals[name].items()
+                    key: _margin(s, floors, script.get(cast(Key, key))) for key, s in signals[name].items()
                 }
 
-    def _scripts(self, agent_id: str, keys: Collection[Key]) -> dict[Key, str]:
-        """The script (`reference.script_of`) of each row's text."""
-        out: dict[Key, str] = {}
+    def _scripts(self, agent_id: str, keys: Collection[Key]) -> dict[Key, str | None]:
+        """The script (`reference.script_of`) of each row's text; None for a text too short to mean anything."""
+        out: dict[Key, str | None] = {}
         with self.db.read() as conn:
             for kind, table, column in (
                 ("narrative", Narrative, Narrative.gesture),
@@ -381,7 +388,7 @@ class HybridSearch:
                     for row_id, text in conn.execute(
                         select(table.id, column).where(table.agent_id == agent_id, table.id.in_(chunk))
                     ):
-                        out[(kind, int(row_id))] = script_of(text)
+                        out[(kind, int(row_id))] = script_of(text) if meaningful(text) else None
         return out
 
     def _keyword_candidates(self, q: _Query, signals: dict[str, dict[Hashable, float]]) -> None:
@@ -564,6 +571,13 @@ class HybridSearch:
 def is_extract(n: NarrativeRecord) -> bool:
     """One of the dream's extracts (`store.schema.EXTRACT_SQL`): a digest it wrote, a memory it copied from a turn."""
     return extract_row(n.narrative_type, n.origin)
+
+
+def _margin(cosine: float, floors: Mapping[str, float], script: str | None) -> float:
+    """A cosine over the floor of the row's script; at most 0 for a row too short to mean anything."""
+    if script is None:
+        return min(0.0, cosine - floors[OTHER])
+    return cosine - floors[script]
 
 
 def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:

@@ -6,10 +6,12 @@ cosine tells related from unrelated. Each query is instead held against everyday
 unrelated topics in each script: a row is dense evidence when its cosine lies `SPREADS` standard
 deviations above their mean for its own script (mean and spread, not the best of them: one of
 them may share the query's topic). Chosen on the LoCoMo dev questions and a bilingual set: nearly
-every evidence turn clears it, and most nonsense queries' nearest rows do not; a text of a letter
-or two sits close to every query and may still clear it for a query of nonsense. The same floor is the zero of the dense
-signal in fusion, so a store where every row is a candidate does not stretch the unrelated ones
-over the whole scale, and an English question meets Chinese rows on their own terms.
+every evidence turn clears it, and most nonsense queries' nearest rows do not. A text of a letter
+or two (`MIN_LETTERS`) sits close to every query, nonsense most of all: it is never dense evidence.
+
+The same floor is the zero of the dense signal in fusion, so a store where every row is a candidate
+does not stretch the unrelated ones over the whole scale, and an English question meets Chinese rows
+on their own terms.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tideline_core.embedding import Embedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 
 SPREADS = 2.5
+MIN_LETTERS = 3
 HAN, OTHER = "han", "latin"
 
 _LATIN = (
@@ -128,6 +131,11 @@ def script_of(text: str) -> str:
     han = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf")
     letters = sum(1 for ch in text if ch.isalpha()) - han
     return HAN if han and 3 * han >= letters else OTHER
+
+
+def meaningful(text: str) -> bool:
+    """Whether a text is long enough for its vector to say what it is about (`MIN_LETTERS` letters or digits)."""
+    return sum(1 for ch in text if ch.isalnum()) >= MIN_LETTERS
 
 
 class Reference:
