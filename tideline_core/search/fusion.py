@@ -13,12 +13,9 @@ Methods:
 
 - ``"minmax"`` (default): each signal mapped to [0, 1] by (s - min) / (max - min) over its own
   candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum.
-  A document missing from a signal gets 0 from it. ``zeros`` can raise the min instead, to a
-  level known to mean nothing (a dense margin of 0 over unrelated texts): candidates at or below
-  it get 0, so a store where every row is a candidate does not stretch the unrelated ones (when
-  none clears it, the signal still orders them by its own min and max).
-  This is score-level (convex-combination) fusion: unlike RRF it keeps *how much* a document
-  leads, so a confident keyword hit is not drowned by a dense list of near-equal cosines.
+  A document missing from a signal gets 0 from it. This is score-level (convex-combination)
+  fusion: unlike RRF it keeps *how much* a document leads, so a confident keyword hit is not
+  drowned by a dense list of near-equal cosines.
 - ``flat`` (either method): a signal whose ten best raw scores lie within ``flat[name]`` of each
   other ranks its top by noise, and min-max would stretch that noise to the full [0, 1]; its weight
   shrinks in proportion (a dense view's top ten cosines within 0.005: nothing told apart). The
@@ -64,7 +61,7 @@ def sort_key(doc_id: Hashable) -> tuple[int, Any]:
 
 
 def _normalize(
-    scores: Mapping[Hashable, float], method: str, rrf_k: float, floor: float | None = None, zero: float | None = None
+    scores: Mapping[Hashable, float], method: str, rrf_k: float, floor: float | None = None
 ) -> dict[Hashable, float]:
     """One signal's raw scores → contributions before weighting; monotone in each raw score."""
     if not scores:
@@ -74,12 +71,10 @@ def _normalize(
         if floor is not None:
             lo = min(lo, floor)
         hi = max(scores.values())
-        if zero is not None and lo < zero < hi:
-            lo = zero
         span = hi - lo
         if span <= 0.0:
             return dict.fromkeys(scores, 1.0)
-        return {d: max(0.0, (s - lo) / span) for d, s in scores.items()}
+        return {d: (s - lo) / span for d, s in scores.items()}
     if method == "rrf":
         # competition ranking: tied scores share the best rank, so ties never depend on input order
         ordered = sorted(scores.values(), reverse=True)
@@ -98,11 +93,9 @@ def combine(
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
     flat: Mapping[str, float] | None = None,
-    zeros: Mapping[str, float] | None = None,
 ) -> tuple[dict[Hashable, float], dict[Hashable, dict[str, float]]]:
     """The fused score and per-signal contributions of every candidate, unsorted (see ``fuse``)."""
     floors = floors or {}
-    zeros = zeros or {}
     flat = flat or {}
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
@@ -114,7 +107,7 @@ def combine(
     parts: dict[Hashable, dict[str, float]] = {}
     for name in sorted(signals):
         w = float(weights.get(name, 1.0)) * _told_apart(signals[name], flat.get(name, 0.0))
-        normalized = _normalize(signals[name], method, rrf_k, floors.get(name), zeros.get(name))
+        normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
         for doc_id, value in normalized.items():
             contribution = w * value
             fused[doc_id] = fused.get(doc_id, 0.0) + contribution
@@ -138,7 +131,6 @@ def fuse(
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
     flat: Mapping[str, float] | None = None,
-    zeros: Mapping[str, float] | None = None,
     top_k: int | None = None,
 ) -> list[FusedHit]:
     """Fuse per-signal candidate scores into one ranking, best first.
@@ -148,10 +140,9 @@ def fuse(
     contributions (as 0.0) so an explanation shows every signal that was consulted.
     ``floors``: signal name → a known lowest possible score (BM25: 0.0) used as the minimum of
     min-max scaling, so a signal whose candidates all score alike still tells strong from weak;
-    without one, the lowest candidate score is the minimum. ``zeros``: signal name → a score that
-    means nothing; candidates at or below it contribute 0 and the scale starts there.
+    without one, the lowest candidate score is the minimum.
     """
-    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors, flat=flat, zeros=zeros)
+    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors, flat=flat)
     return [FusedHit(d, score, parts[d]) for d, score in rank(fused, top_k)]
 
 

@@ -15,8 +15,9 @@ what was tried and kept):
 - ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
   it (``when.py``; also only among turns another signal found);
 - the dense views as margins over the query's similarity to unrelated texts of the row's script
-  (``reference.py``), so languages meet on one scale; where every row is a candidate (a store
-  smaller than ``DENSE_DEPTH``) a row no closer than those adds nothing;
+  (``reference.py``), so languages meet on one scale: in a store where every row is a candidate,
+  min-max over raw cosines put every row of the query's own language above the one in the other
+  that bears on it; within one script a margin orders and scales as the cosine does;
 - fused by min-max score fusion with per-signal weights (a flat dense view weighs less, ``FLAT``);
 - ``join``: the session mates of a top turn that holds one of the query's identifiers, moved toward
   it when they share its rarest other words (``joins.py``: who a question identifies by one turn is
@@ -89,8 +90,6 @@ KEYWORD_QUESTION_WEIGHTS = {**QUESTION_WEIGHTS, "kw_ctx": 1.0}
 CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
 # The lowest possible score of a signal (BM25 0, closeness 0), so a lone weak match stays weak.
 FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
-# A dense margin of 0 is no closer than unrelated text (`reference`): the scale of those views starts there.
-ZEROS = {"dense": 0.0, "ctx": 0.0}
 # A dense view whose ten best cosines lie within this of each other tells nothing apart (fusion.py).
 FLAT = {"dense": 0.005, "ctx": 0.005}
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
@@ -148,7 +147,6 @@ class _Semantic:
     embed_ms: float = 0.0
     signals: dict[str, dict[Hashable, float]] = field(default_factory=dict)
     error: Exception | None = None
-    whole: bool = False  # every row searched was a candidate (the store is smaller than the depth)
 
 
 @dataclass(frozen=True)
@@ -289,10 +287,7 @@ class HybridSearch:
         self._row_signals(q, windows, named_in, signals)
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
-        # Over a deeper store the candidates are the nearest rows, their min-max scale already the query's; where
-        # every row is one, the unrelated would stretch over it, and the scale starts at the reference floor.
-        zeros = ZEROS if floors is not None and semantic.whole else None
-        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT, zeros=zeros)
+        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
         evidence = evidence_of(signals, dense=floors is not None)
         if "context" in kinds and mode != "dense":
             self._join(q, scores, parts)
@@ -354,9 +349,7 @@ class HybridSearch:
             walks = [
                 (kind, view) for kind in q.kinds for view in ("base", "ctx") if view == "base" or kind == "context"
             ]
-            found_all = self._walk(q, walks, out.vector, depth)
-            out.whole = all(len(found) < depth for found in found_all)
-            for (kind, view), found in zip(walks, found_all, strict=True):
+            for (kind, view), found in zip(walks, self._walk(q, walks, out.vector, depth), strict=True):
                 out.signals.setdefault("dense" if view == "base" else "ctx", {}).update(
                     {(kind, i): s for i, s in found}
                 )

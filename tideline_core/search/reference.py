@@ -9,9 +9,8 @@ them may share the query's topic). Chosen on the LoCoMo dev questions and a bili
 every evidence turn clears it, and most nonsense queries' nearest rows do not. A text of a letter
 or two (`MIN_LETTERS`) sits close to every query, nonsense most of all: it is never dense evidence.
 
-The same floor is the zero of the dense signal in fusion, so a store where every row is a candidate
-does not stretch the unrelated ones over the whole scale, and an English question meets Chinese rows
-on their own terms.
+In fusion the dense views are margins over the same floors (`hybrid`), so an English question meets
+Chinese rows on their own terms.
 """
 
 from __future__ import annotations
