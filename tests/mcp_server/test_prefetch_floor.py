@@ -30,7 +30,11 @@ MEMORIES = (
 @pytest.fixture
 def e5_settings(tmp_path: Path, test_database_url: str | None) -> Settings:
     settings = Settings(
-        home=tmp_path, agent="alice", embedder="local", redis_url="redis://127.0.0.1:1/0", database_url=test_database_url
+        home=tmp_path,
+        agent="alice",
+        embedder="local",
+        redis_url="redis://127.0.0.1:1/0",
+        database_url=test_database_url,
     )
     service = compose(settings, jobs=NullJobQueue(), llm=None)
     try:

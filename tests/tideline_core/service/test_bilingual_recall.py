@@ -40,9 +40,7 @@ def e5_service(tmp_path: Path, store_url: str, model_cache: Path) -> Iterator[Se
     service.close()
 
 
-def test_a_question_in_one_language_finds_the_memory_written_in_the_other_in_the_top_three(
-    e5_service: Service,
-) -> None:
+def test_a_question_in_one_language_finds_the_memory_written_in_the_other_in_the_top_three(e5_service: Service) -> None:
     missed = []
     for store in STORES:
         for case in store["cases"]:
@@ -54,7 +52,9 @@ def test_a_question_in_one_language_finds_the_memory_written_in_the_other_in_the
 
 def test_a_query_of_nonsense_gets_no_per_turn_items_from_any_store(e5_service: Service) -> None:
     shown = {
-        (store["name"], query): [item.text for item in e5_service.prefetch(store["name"], PrefetchIn(query=query)).items]
+        (store["name"], query): [
+            item.text for item in e5_service.prefetch(store["name"], PrefetchIn(query=query)).items
+        ]
         for store in STORES
         for query in FIXTURE["nonsense"]
     }
