@@ -62,3 +62,13 @@ async def test_an_english_question_recalls_the_chinese_memory_about_it_and_nothi
         block = await call(client, "memory_prefetch", query="what is my father allergic to?", session_id="s1")
     assert [item["tier"] for item in block["items"]] == ["T1"]
     assert "爸爸对花生过敏" in block["items"][0]["text"] and "dense" in block["items"][0]["reason"]
+
+
+async def test_a_search_hit_says_which_signals_found_it_and_a_hit_by_rank_alone_says_none(
+    e5_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    async with Client(create_server(e5_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        found = await call(client, "memory_search", query="what is my father allergic to?", limit=3)
+    first, *rest = found["hits"]
+    assert first["text"] == "爸爸对花生过敏" and {"dense", "ctx"} <= set(first["evidence"])
+    assert rest and all(hit["evidence"] == [] for hit in rest)
