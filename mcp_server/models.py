@@ -122,6 +122,13 @@ class Hit(Result):
         "the same conversation as a top hit that holds one of the query's identifiers, sharing that hit's rarest "
         "other word), neighbour (lifted by an adjacent turn that matched)",
     )
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="the signals that found this row on its own merit: kw or kw_ctx (a word matched), dense or ctx "
+        "(meaning closer than the query is to unrelated everyday text), speaker, time (inside a date the query "
+        "names), join, neighbour (beside a hit with evidence); empty: it is here by rank alone, and the per-turn "
+        "block leaves it out",
+    )
     amended: AmendmentNote | None = Field(
         default=None, description="the latest amendment shown at the end of text: it corrects what the text says"
     )

@@ -10,8 +10,10 @@ T2b context bridge    the most recent day with conversation; of its sessions, th
 T3  memory map        the largest topic clusters (up to 25), pinned profiles in full, the others
                       one line per entity
 T1  per-turn recall   hybrid search over narratives and turns, in its ranking, leaving out what
-                      this session was already shown
-T4  keyword fallback  when T1 holds fewer than 2, keyword search on the query's terms
+                      this session was already shown and every hit without evidence (a keyword,
+                      a dense similarity above the reference floor, a named time or speaker, or a
+                      neighbour or join from one that has it): none is there by rank alone
+T4  keyword fallback  when T1 holds fewer than 2, keyword search on the query's terms, the same way
 Every number is in `InjectRules`; all but `thread_limit`, `t2_pool` and `t4_below` come from settings.
 """
 
@@ -220,20 +222,20 @@ def hit_line(hit: SearchHit) -> str:
 
 
 def why_hit(hit: SearchHit) -> str:
-    """The signals that ranked a hit, strongest first (e.g. 'dense 0.41 + kw 0.22')."""
+    """The signals that ranked a hit, strongest first (e.g. 'dense 0.41 + kw 0.22'); else the evidence it matched."""
     strongest = sorted(hit.signals.items(), key=lambda pair: -pair[1])[:3]
-    return " + ".join(f"{name} {value:.2f}" for name, value in strongest if value > 0) or "ranked"
+    return " + ".join(f"{name} {value:.2f}" for name, value in strongest if value > 0) or " + ".join(hit.evidence)
 
 
 def recall(
     hits: Sequence[SearchHit], shown: Collection[tuple[str, int]], tier: str, rules: InjectRules
 ) -> list[Candidate]:
-    """T1 (or T4): the hits in their ranking, leaving out what this session was already shown."""
+    """T1 (or T4): the hits with evidence in their ranking, leaving out what this session was already shown."""
     kind_of = {"narrative": "narrative", "context": "turn"}
     out = []
     for hit in hits:
         kind = kind_of[hit.kind]
-        if (kind, hit.id) in shown:
+        if (kind, hit.id) in shown or not hit.evidence:
             continue
         out.append(
             Candidate(tier, kind, hit.id, hit_line(hit), hit.score, why_hit(hit), tail=amendment_mark(hit.amended))

@@ -47,7 +47,7 @@ from tideline_core.search.hybrid import (
 )
 from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
 from tideline_core.search.salience import salient_words
-from tideline_core.search.signals import time_signal
+from tideline_core.search.signals import evidence_of, lifted_evidence, time_signal
 from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.database import Database
@@ -106,19 +106,21 @@ class ColdSearch(HybridSearch):
             if turns:
                 _speaker_signal(conn, agent_id, [params.query, *(x.text for x in lines)], signals, turns)
         scores, parts = combine(signals, weights=CONVERSATION_WEIGHTS if lines else QUESTION_WEIGHTS, floors=FLOORS)
+        evidence = evidence_of(signals, dense=False)
         if neighbours:
             spread = spread_to_neighbours(scores, neighbours, gamma=GAMMA)
             for key, value in spread.items():
                 if value > scores[key]:
                     parts[key] = {**parts[key], "neighbour": value - scores[key]}
             scores = spread
+            lifted_evidence(evidence, parts, neighbours)
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
         # A few more than asked: superseded narratives (and extracts, when left out) are dropped on loading.
         ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
         return SearchOutcome(
             query=params.query,
-            hits=self._hydrate(agent_id, ranked, parts, {})[: params.limit],
+            hits=self._hydrate(agent_id, ranked, parts, {}, evidence)[: params.limit],
             mode="keyword",
             degraded=None if params.mode == "keyword" else NO_MODEL,
             terms=tuple(terms),

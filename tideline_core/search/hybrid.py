@@ -14,6 +14,10 @@ what was tried and kept):
   signal carries who and a name in the text pulls toward every turn of that speaker;
 - ``time``: rows from around a date the query (or a dialogue's latest lines) names, by closeness to
   it (``when.py``; also only among turns another signal found);
+- the dense views as margins over the query's similarity to unrelated texts of the row's script
+  (``reference.py``), so languages meet on one scale: in a store where every row is a candidate,
+  min-max over raw cosines put every row of the query's own language above the one in the other
+  that bears on it; within one script a margin orders and scales as the cosine does;
 - fused by min-max score fusion with per-signal weights (a flat dense view weighs less, ``FLAT``);
 - ``join``: the session mates of a top turn that holds one of the query's identifiers, moved toward
   it when they share its rarest other words (``joins.py``: who a question identifies by one turn is
@@ -33,6 +37,7 @@ from datetime import datetime
 from typing import cast
 
 import numpy as np
+from sqlalchemy import select
 
 from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
@@ -51,14 +56,26 @@ from tideline_core.search.query import (
     without_names,
     word_groups,
 )
-from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
+from tideline_core.search.reference import OTHER, Reference, meaningful, script_of
+from tideline_core.search.signals import (
+    Key,
+    Signals,
+    add_keyword_view,
+    evidence_of,
+    fallback_terms,
+    lifted_evidence,
+    speaker_signal,
+    time_signal,
+)
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.catchup import StoreVersion, high_water
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
+from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives, turn_corrections
+from tideline_core.store.schema import ContextTurn, Narrative
 from tideline_core.store.schema import is_extract as extract_row
 from tideline_core.store.turns import load_turns
 from tideline_core.timeutil import utcnow
@@ -104,6 +121,8 @@ class SearchHit:
     signals: dict[str, float] = field(default_factory=dict)  # each signal's contribution to `score`
     similarity: float | None = None  # the row's own cosine to the query, when the dense view saw it
     amended: AmendmentNote | None = None  # the latest amendment marked at the end of `text`
+    # The signals that found the row on its own merit (`signals.evidence_of`); none: it is here by rank alone.
+    evidence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,7 @@ class HybridSearch:
         # The indexes hold the corpus, not the queries: two searchers may share them.
         self.index = vectors or VectorIndex(db, embedder.model, extracts=extracts)
         self.keywords = keywords or KeywordIndex(db, extracts=extracts)
+        self.reference = Reference(embedder)
         self.query_timeout = query_timeout
         # Agents repeat themselves (the same question next turn, the same recent lines re-sent): a
         # repeated query text costs no model pass.
@@ -252,6 +272,10 @@ class HybridSearch:
             self._keyword_candidates(q, signals)
         for name, found in semantic.signals.items():  # after the keyword views, as the fusion always saw them
             signals.setdefault(name, {}).update(found)
+        similarity = dict(signals.get("dense", {}))
+        floors = self.reference.floors(vector) if vector is not None else None
+        if floors is not None:
+            self._margins(agent_id, floors, signals)
         now = utcnow()
         windows = [
             w
@@ -264,18 +288,18 @@ class HybridSearch:
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
         scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
+        evidence = evidence_of(signals, dense=floors is not None)
         if "context" in kinds and mode != "dense":
             self._join(q, scores, parts)
-        scores = self._spread(agent_id, scores, parts, params.limit, exclude)
+        scores = self._spread(agent_id, scores, parts, params.limit, exclude, evidence)
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
         # A few more than asked: superseded narratives (and digests, when left out) are dropped on loading.
         ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
-        similarity = signals.get("dense", {})
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(
             query=params.query,
-            hits=self._hydrate(agent_id, ranked, parts, similarity)[: params.limit],
+            hits=self._hydrate(agent_id, ranked, parts, similarity, evidence)[: params.limit],
             mode=mode,
             degraded=degraded,
             terms=ordered_terms,
@@ -333,6 +357,32 @@ class HybridSearch:
                     out.signals.setdefault("ctx", {}).update({(kind, i): s for i, s in found})
         except Exception as exc:  # handed over whole: the searching thread raises it as its own
             out.error = exc
+
+    def _margins(self, agent_id: str, floors: Mapping[str, float], signals: Signals) -> None:
+        """The dense views' cosines as margins over the floor of each row's script (`reference`)."""
+        keys = cast(set[Key], {key for name in ("dense", "ctx") for key in signals.get(name, {})})
+        script = self._scripts(agent_id, keys)
+        for name in ("dense", "ctx"):
+            if name in signals:
+                signals[name] = {
+                    key: _margin(s, floors, script.get(cast(Key, key))) for key, s in signals[name].items()
+                }
+
+    def _scripts(self, agent_id: str, keys: Collection[Key]) -> dict[Key, str | None]:
+        """The script (`reference.script_of`) of each row's text; None for a text too short to mean anything."""
+        out: dict[Key, str | None] = {}
+        with self.db.read() as conn:
+            for kind, table, column in (
+                ("narrative", Narrative, Narrative.gesture),
+                ("context", ContextTurn, ContextTurn.content),
+            ):
+                ids = [i for k, i in keys if k == kind]
+                for chunk in chunks(ids):
+                    for row_id, text in conn.execute(
+                        select(table.id, column).where(table.agent_id == agent_id, table.id.in_(chunk))
+                    ):
+                        out[(kind, int(row_id))] = script_of(text) if meaningful(text) else None
+        return out
 
     def _keyword_candidates(self, q: _Query, signals: dict[str, dict[Hashable, float]]) -> None:
         """The keyword views' candidates of every kind, into `signals`."""
@@ -417,7 +467,9 @@ class HybridSearch:
         parts: dict[Hashable, dict[str, float]],
         limit: int,
         exclude: Collection[Key] = (),
+        evidence: dict[Hashable, set[str]] | None = None,
     ) -> dict[Hashable, float]:
+        """Each turn lifted by its neighbours (`GAMMA`); `evidence` gains what a neighbour with its own lent."""
         if not scores:
             return scores
         # Spreading adds at most GAMMA × the best score, so a candidate further than that below the
@@ -436,6 +488,8 @@ class HybridSearch:
         for key in neighbours:
             if spread[key] > scores[key]:
                 parts[key] = {**parts[key], "neighbour": spread[key] - scores[key]}
+        if evidence is not None:
+            lifted_evidence(evidence, parts, neighbours)
         return spread
 
     def _session_joins(
@@ -454,6 +508,7 @@ class HybridSearch:
         ranked: list[tuple[Key, float]],
         parts: Mapping[Hashable, dict[str, float]],
         similarity: Mapping[Hashable, float],
+        evidence: Mapping[Hashable, Collection[str]],
     ) -> list[SearchHit]:
         keys = [key for key, _ in ranked]
         narrative_ids = [key[1] for key in keys if key[0] == "narrative"]
@@ -466,6 +521,7 @@ class HybridSearch:
         for (kind, row_id), score in ranked:
             contributions = {name: round(value, 4) for name, value in parts.get((kind, row_id), {}).items()}
             cosine = similarity.get((kind, row_id))
+            matched = tuple(sorted(evidence.get((kind, row_id), ())))
             if kind == "narrative" and row_id in narratives:
                 n = narratives[row_id]
                 if n.superseded_by is not None or (not self.extracts and is_extract(n)):
@@ -482,6 +538,7 @@ class HybridSearch:
                         signals=contributions,
                         similarity=cosine,
                         amended=n.amended,
+                        evidence=matched,
                     )
                 )
             elif kind == "context" and row_id in turns:
@@ -498,6 +555,7 @@ class HybridSearch:
                         signals=contributions,
                         similarity=cosine,
                         amended=corrected.get(t.id),
+                        evidence=matched,
                     )
                 )
         return hits
@@ -506,6 +564,13 @@ class HybridSearch:
 def is_extract(n: NarrativeRecord) -> bool:
     """One of the dream's extracts (`store.schema.EXTRACT_SQL`): a digest it wrote, a memory it copied from a turn."""
     return extract_row(n.narrative_type, n.origin)
+
+
+def _margin(cosine: float, floors: Mapping[str, float], script: str | None) -> float:
+    """A cosine over the floor of the row's script; at most 0 for a row too short to mean anything."""
+    if script is None:
+        return min(0.0, cosine - floors[OTHER])
+    return cosine - floors[script]
 
 
 def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:

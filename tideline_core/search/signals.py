@@ -55,3 +55,37 @@ def speaker_signal(
     lifted: dict[Hashable, float] = {("context", i): 1.0 for i, sp in spoken.items() if sp in named}
     if lifted:
         signals["speaker"] = lifted
+
+
+# What counts as evidence that a row bears on the query, by signal: any keyword match, a dense margin over
+# unrelated texts (`reference`), a speaker the query names, a time inside a window it names.
+EVIDENCE_ABOVE = {"kw": 0.0, "kw_ctx": 0.0, "dense": 0.0, "ctx": 0.0, "speaker": 0.0}
+INSIDE_WINDOW = 1.0
+
+
+def evidence_of(signals: Mapping[str, Mapping[Hashable, float]], *, dense: bool) -> dict[Hashable, set[str]]:
+    """The signals each candidate matched on its own; `dense`: whether the dense views hold margins over the
+    reference floor (without one a cosine is no evidence)."""
+    found: dict[Hashable, set[str]] = {}
+    for name, values in signals.items():
+        if name in ("dense", "ctx") and not dense:
+            continue
+        above = EVIDENCE_ABOVE.get(name)
+        for key, value in values.items():
+            if (above is not None and value > above) or (name == "time" and value >= INSIDE_WINDOW):
+                found.setdefault(key, set()).add(name)
+    return found
+
+
+def lifted_evidence(
+    evidence: dict[Hashable, set[str]],
+    parts: Mapping[Hashable, Mapping[str, float]],
+    neighbours: Mapping[Hashable, Sequence[Hashable]],
+) -> None:
+    """Add what lifted a row beside its own signals: a join, or a neighbour that has evidence of its own."""
+    own = {key for key, names in evidence.items() if names}
+    for key, contributions in parts.items():
+        if contributions.get("join", 0.0) > 0:
+            evidence.setdefault(key, set()).add("join")
+        if contributions.get("neighbour", 0.0) > 0 and own.intersection(neighbours.get(key, ())):
+            evidence.setdefault(key, set()).add("neighbour")

@@ -70,8 +70,10 @@ def topic(label: str, size: int) -> TopicSummary:
     return TopicSummary(label, label, size, ())
 
 
-def hit(kind: str, id: int, score: float = 0.5, **signals: float) -> SearchHit:
-    return SearchHit(kind, id, score, f"text {id}", NOW - timedelta(days=1), "s1", "Ana", signals=signals)
+def hit(kind: str, id: int, score: float = 0.5, evidence: tuple[str, ...] = ("kw",), **signals: float) -> SearchHit:
+    return SearchHit(
+        kind, id, score, f"text {id}", NOW - timedelta(days=1), "s1", "Ana", signals=signals, evidence=evidence
+    )
 
 
 def test_identity_puts_the_soul_first_then_facts_snapshot_open_threads_terrain_and_reflections() -> None:
@@ -278,9 +280,15 @@ def test_the_reason_for_a_recalled_hit_names_its_three_strongest_signals_stronge
     assert chosen.reason == "dense 0.41 + kw 0.22 + speaker 0.10"
 
 
-def test_a_hit_without_positive_signals_is_recalled_because_it_ranked() -> None:
-    (chosen,) = recall([hit("narrative", 1, time=0.0)], (), "T1", RULES)
-    assert chosen.reason == "ranked"
+def test_a_hit_with_evidence_but_no_positive_contribution_is_recalled_for_its_evidence() -> None:
+    (chosen,) = recall([hit("narrative", 1, evidence=("speaker", "time"), time=0.0)], (), "T1", RULES)
+    assert chosen.reason == "speaker + time"
+
+
+def test_a_hit_there_by_rank_alone_is_not_recalled_in_either_per_turn_tier() -> None:
+    hits = [hit("narrative", 1, 0.9, evidence=()), hit("context", 2, 0.1, evidence=("dense",))]
+    assert [(c.kind, c.id) for c in recall(hits, (), "T1", RULES)] == [("turn", 2)]
+    assert recall([hit("context", 3, 0.8, evidence=())], (), "T4", RULES) == []
 
 
 def test_a_prefetch_pool_set_to_keep_nothing_keeps_nothing() -> None:
