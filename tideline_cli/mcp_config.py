@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from tideline_cli.hook_install import tideline_executable
+from tideline_cli.hook_install import reach_environment, tideline_executable
 from tideline_core.settings import Settings
 
 CLIENTS = ("claude", "claude-desktop", "codex", "hermes")
@@ -64,12 +64,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _stdio_server(settings: Settings, agent: str) -> dict[str, Any]:
-    env = {"TIDELINE_HOME": str(settings.home.resolve()), "TIDELINE_AGENT": agent}
-    # A server started by the client sees only this environment (Hermes, Claude Desktop): carry what is not default.
-    if settings.database_url:
-        env["TIDELINE_DATABASE_URL"] = settings.database_url
-    if settings.redis_url:
-        env["TIDELINE_REDIS_URL"] = settings.redis_url
+    # A server started by the client sees only this environment (Hermes, Claude Desktop).
+    env = reach_environment(settings, agent, hooks=False)
     return {"command": tideline_executable(), "args": ["serve"], "env": env}
 
 
