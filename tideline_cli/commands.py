@@ -15,6 +15,7 @@ from tideline_cli.stack import redacted_url
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.service import StatusReport
+from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
 
 NARRATIVE_FLAGS = (
@@ -51,10 +52,11 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     agent = _agent(settings, args)
     with open_service(settings) as service:  # the model is not loaded by building the service
         report = service.status(agent)
+        others = other_agents_notice(agent, service.agents_with_memories())
     # Which beat holds the schedule is the broker's business, asked here at the edge (a dead broker: not asked).
     beat = beat_report(settings) if report.broker_reachable else None
     if args.json:
-        print(_dump(_status_json(settings, agent, report, beat)))
+        print(_dump({**_status_json(settings, agent, report, beat), "other_agents": others}))
         return 0
     c = report.counts
     print(f"agent {agent}  ({redacted_url(settings.resolved_database_url)})")
@@ -74,6 +76,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  beat: " + _beat_line(beat))
     if report.notice:
         print(f"  note: {report.notice}")
+    if others:
+        print(f"  note: {others}")
     if report.soul_path:
         missing = "" if report.soul_found else " (missing: identity from self-concept alone)"
         print(f"  SOUL file: {report.soul_path}{missing}")

@@ -11,6 +11,9 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from tideline_core.errors import ConfigurationError
 
+# The agent every entry point acts as unless told otherwise (stdio, HTTP without tokens, hooks, import,
+# the provider): one user's tools share one memory.
+DEFAULT_AGENT = "default"
 # The local embedding model, built from the bundled weights on first use; shared by every Tideline home.
 DEFAULT_MODEL_CACHE = Path("~/.cache/tideline")
 
@@ -40,7 +43,7 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
     memory_mcp_db: str | None = Field(default=None, validation_alias=AliasChoices("MEMORY_MCP_DB"))
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
-    agent: str = Field(default="default", validation_alias=_env("AGENT", "AGENT_NAME"))
+    agent: str = Field(default=DEFAULT_AGENT, validation_alias=_env("AGENT", "AGENT_NAME"))
     known_persons: str = Field(default="", validation_alias=_env("KNOWN_PERSONS", "KNOWN_PERSONS"))
 
     embedder: Literal["local", "http", "none"] = Field(default="local", validation_alias=_env("EMBEDDER"))

@@ -24,3 +24,17 @@ def embedding_notice(unembedded: int, workers: Mapping[str, Sequence[str]] | Non
         f"{rows} and no ingest worker is running, so {missed}: run `tideline up` "
         "(or `tideline worker ingest` with Redis) on this data dir"
     )
+
+
+def other_agents_notice(agent: str, agents: Mapping[str, int], *, shown: int = 5) -> str | None:
+    """None when `agent` holds memories; otherwise which agents here do, and how to act as one of them."""
+    if agents.get(agent):
+        return None
+    if not agents:
+        return f"agent {agent!r} has no memories, nor has any other agent in this store"
+    listed = ", ".join(f"{name} ({n} rows)" for name, n in list(agents.items())[:shown])
+    more = f" and {len(agents) - shown} more" if len(agents) > shown else ""
+    return (
+        f"agent {agent!r} has no memories; agents with memories here: {listed}{more} "
+        "(choose one with --agent or TIDELINE_AGENT)"
+    )
