@@ -11,6 +11,7 @@ from typing import Any
 
 from tideline_cli.compose import open_service
 from tideline_cli.health import BeatReport, beat_report
+from tideline_cli.output import dumps
 from tideline_cli.stack import redacted_url
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
@@ -35,7 +36,7 @@ TURN_FLAGS = ("role", "content", "session_id", "speaker", "created_at")
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return dumps(value)
 
 
 def _agent(settings: Settings, args: argparse.Namespace) -> str:
@@ -152,6 +153,8 @@ def _span(seconds: float) -> str:
 
 
 def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
+    if not args.query.strip():  # the recent lines that stand in for a query are the MCP tool's, not the CLI's
+        raise InvalidInput("query", "must name what to look for (it is empty)")
     params = parse(
         SearchIn,
         {
@@ -277,8 +280,7 @@ def cmd_write(settings: Settings, args: argparse.Namespace) -> int:
             written = service.write_narratives(agent, items, key=key)
             results = [{"id": w.id, "weight": w.weight, "recurrence": w.recurrence} for w in written]
             queued = all(w.queued for w in written)
-        embeds = service.embeds
-    embedding = "off" if not embeds else ("queued" if queued else "pending (broker unreachable)")
+    # What memory_write answers: embedding pending, and whether its job reached the queue now.
     for result in results:
-        print(_dump({**result, "agent": agent, "embedding": embedding}))
+        print(_dump({**result, "agent": agent, "embedding": "pending", "queued": queued}))
     return 0

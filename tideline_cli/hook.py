@@ -72,6 +72,11 @@ def add_parser(sub: Any) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    # An event needs no action word: argparse's own usage would show `ACTION ...` as if it did.
+    parser.usage = (
+        "%(prog)s [-h] [--runtime {claude-code,codex}] [--agent AGENT] [--foreground]  < EVENT.json\n"
+        "       %(prog)s install {claude-code,codex} [--project] [--uninstall] [--agent AGENT]"
+    )
     parser.add_argument("--runtime", choices=RUNTIMES, default="claude-code", help="whose event (default claude-code)")
     parser.add_argument("--agent", help=f"agent id (default: TIDELINE_AGENT, else {DEFAULT_AGENT!r})")
     parser.add_argument(

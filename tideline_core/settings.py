@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -32,6 +33,16 @@ class _DocumentedNames(EnvSettingsSource):
 
 
 TIERS = ("T0", "T1", "T2", "T2b", "T3", "T4")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind reaches this machine only: `localhost`, 127.0.0.0/8, ::1."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
 
 
 class Settings(BaseSettings):

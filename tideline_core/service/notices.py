@@ -17,7 +17,10 @@ def embedding_notice(unembedded: int, workers: Mapping[str, Sequence[str]] | Non
     rows = f"{unembedded} row{'s' if unembedded != 1 else ''} still without an embedding"
     missed = "meaning search cannot find them (keyword search can)"
     if workers is None:
-        return f"{rows}: the job queue (Redis) cannot be reached, so {missed}; see `tideline status`"
+        return (
+            f"{rows}: the job queue (Redis) cannot be reached, so {missed}: run `tideline up` on this data dir "
+            "(it starts Redis and the ingest worker), or point TIDELINE_REDIS_URL at a running Redis"
+        )
     if any(INGEST_QUEUE in queues for queues in workers.values()):
         return None
     return (
