@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_cli.output import dumps
 from tideline_cli.stages import EXIT_FAILED, follow, result_lines
 from tideline_core.dream import STAGES, nightly_stages
 from tideline_core.errors import BrokerUnavailable
-from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 from tideline_core.timeutil import iso
 
 DESCRIPTION = """\

@@ -23,12 +23,12 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.errors import TidelineError
-from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 # Seconds each event's hook may run. Claude Code gives SessionEnd 1.5 s whatever the file says, and
 # `tideline hook` returns from it at once (the storing goes on in a detached process).
@@ -46,6 +46,10 @@ class InstallError(TidelineError):
 
 
 def run_install(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from tideline_core.settings import Settings
+
     try:
         settings = Settings()
         agent = args.agent or settings.agent
@@ -113,7 +117,7 @@ def reach_environment(settings: Settings, agent: str, *, hooks: bool) -> dict[st
         env["TIDELINE_REDIS_URL"] = settings.redis_url
     if not hooks:
         return env
-    defaults = Settings.model_fields
+    defaults = type(settings).model_fields
     if settings.http_host != defaults["http_host"].default:
         env["TIDELINE_HTTP_HOST"] = settings.http_host
     if settings.http_port != defaults["http_port"].default:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_cli.hook_install import reach_environment, tideline_executable
-from tideline_core.settings import DEFAULT_AGENT, Settings
+from tideline_core.choices import DEFAULT_AGENT
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 CLIENTS = ("claude", "claude-desktop", "codex", "hermes")
 WHERE = {

@@ -7,11 +7,13 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.dream import STAGES
 from tideline_core.errors import BrokerUnavailable
-from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 POLL_SECONDS = 0.2
 EXIT_FAILED = 1

@@ -10,11 +10,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from tideline_core.choices import DEFAULT_AGENT
 from tideline_core.errors import ConfigurationError
 
-# The agent every entry point acts as unless told otherwise (stdio, HTTP without tokens, hooks, import,
-# the provider): one user's tools share one memory.
-DEFAULT_AGENT = "default"
 # The local embedding model, built from the bundled weights on first use; shared by every Tideline home.
 DEFAULT_MODEL_CACHE = Path("~/.cache/tideline")
 

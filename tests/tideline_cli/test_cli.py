@@ -227,3 +227,13 @@ def test_output_into_a_reader_that_went_away_ends_quietly(cli_env: dict[str, str
         os.close(write_end)
     assert "Traceback" not in done.stderr
     assert done.returncode == 0
+
+
+def test_help_loads_no_store_no_model_and_no_validation_library() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tideline_cli", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "usage: tideline" in done.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    heavy = {"pydantic", "pydantic_settings", "sqlalchemy", "numpy", "celery", "redis", "jieba", "mcp"}
+    assert not heavy & loaded, sorted(heavy & loaded)
