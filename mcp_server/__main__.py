@@ -31,13 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"tideline: error: invalid settings: {exc}", file=sys.stderr)
         return 2
-    http = "--http" in args
-    # On stdio a client waits for initialize and tools/list before anything else: the model loads
-    # after them (the lifespan warms it up), not beside the server's own imports on a small machine.
-    embedder = _early_embedder(settings) if http else None
+    embedder = _early_embedder(settings)
     from mcp_server.app import run
 
-    run(settings, transport="http" if http else "stdio", embedder=embedder)
+    run(settings, transport="http" if "--http" in args else "stdio", embedder=embedder)
     return 0
 
 
