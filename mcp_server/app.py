@@ -36,7 +36,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from mcp_server import arguments, pipes
-from mcp_server.auth import LOOPBACK_HOSTS, AgentResolver, StaticTokenVerifier, auth_settings, fixed_agent, token_agent
+from mcp_server.auth import (
+    AgentResolver,
+    StaticTokenVerifier,
+    auth_settings,
+    fixed_agent,
+    token_agent,
+    transport_security,
+)
 from mcp_server.context import AppContext
 from mcp_server.hooks_route import PATH as HOOKS_PATH
 from mcp_server.hooks_route import HookRoute
@@ -47,7 +54,7 @@ from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import explain_validation
 from tideline_core.service import JobQueue
-from tideline_core.settings import Settings
+from tideline_core.settings import Settings, is_loopback
 from tideline_core.tokens import initialize as load_tokenizer
 from workers.jobqueue import CeleryJobQueue
 
@@ -245,7 +252,7 @@ def _sdk_level(level: str) -> LogLevel:
 def http_tokens(settings: Settings) -> dict[str, str]:
     """The token map for HTTP; refusing an unauthenticated server bound beyond loopback."""
     tokens = settings.http_token_map()
-    if not tokens and settings.http_host not in LOOPBACK_HOSTS:
+    if not tokens and not is_loopback(settings.http_host):
         raise ConfigurationError(
             f"refusing to serve HTTP on {settings.http_host} without bearer tokens: set TIDELINE_HTTP_TOKENS="
             "TOKEN:AGENT[,TOKEN2:AGENT2] or bind TIDELINE_HTTP_HOST to 127.0.0.1"
@@ -256,7 +263,9 @@ def http_tokens(settings: Settings) -> dict[str, str]:
 def http_app(settings: Settings, *, jobs: JobQueue | None = None, embedder: Embedder | None = None) -> Starlette:
     """The streamable HTTP app (MCP at /mcp, GET /healthz) with the token rules applied."""
     server = create_server(settings, jobs=jobs, embedder=embedder, http_tokens=http_tokens(settings))
-    return server.streamable_http_app(host=settings.http_host)
+    return server.streamable_http_app(
+        host=settings.http_host, transport_security=transport_security(settings.http_host)
+    )
 
 
 def _log_to_stderr(level: str) -> None:

@@ -9,12 +9,23 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
+
+from tideline_core.settings import is_loopback
 
 # Resolves the agent id of the current request; called inside a tool, on the request's context.
 AgentResolver = Callable[[], str]
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+def transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for a loopback address the SDK does not know (127.0.0.2 ...); None: the SDK's own."""
+    if host in ("127.0.0.1", "localhost", "::1") or not is_loopback(host):
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=[f"{shown}:*"], allowed_origins=[f"http://{shown}:*"]
+    )
 
 
 class StaticTokenVerifier:

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 from mcp_server.context import AppContext
 from tideline_core.errors import InvalidInput, TidelineError
 from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, respond
+from tideline_core.service.notices import other_agents_notice
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,10 @@ class HookRoute:
             "recorded": asdict(answer.recorded) if answer.recorded is not None else None,
             "notes": list(answer.notes),
         }
+        if event.name == "SessionStart" and not self._tokens_required:
+            # A server without tokens serves one local user: the hook's log may name the other agents here.
+            agents = await anyio.to_thread.run_sync(context.service.agents_with_memories)
+            payload["notice"] = other_agents_notice(agent, agents)
         return JSONResponse(payload, headers={ANSWERED_BY: "server"})
 
 

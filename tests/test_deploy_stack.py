@@ -223,7 +223,7 @@ def test_a_write_is_embedded_found_by_meaning_and_dreamt_over_by_the_compose_sta
 
     def metrics() -> str | None:
         text = httpx.get(f"{flower}/metrics", timeout=10).text
-        return text if "tideline.dream.run_stage" in text else None
+        return text if "tideline.dream.symbolic" in text else None
 
     scraped = poll(metrics, 30, "Flower to have seen the dream's tasks", logs)
     succeeded = set()
@@ -231,6 +231,7 @@ def test_a_write_is_embedded_found_by_meaning_and_dreamt_over_by_the_compose_sta
         task = re.search(r'task="([^"]+)"', labels)
         if task and 'type="task-succeeded"' in labels:
             succeeded.add(task[1])
-    assert {"tideline.ingest.embed_pending", "tideline.dream.run_stage", "tideline.dream.nightly"} <= succeeded
+    stage_tasks = {f"tideline.dream.{stage}" for stage in nightly}  # Flower tells the stages apart
+    assert {"tideline.ingest.embed_pending", "tideline.dream.nightly", *stage_tasks} <= succeeded
     assert re.search(r'^flower_task_runtime_seconds_count\{[^}]*task="tideline\.ingest\.embed_pending"', scraped, re.M)
     assert re.search(r'^flower_worker_online\{worker="dream@[^"]+"\} 1\.0$', scraped, re.M)

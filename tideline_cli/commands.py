@@ -11,10 +11,12 @@ from typing import Any
 
 from tideline_cli.compose import open_service
 from tideline_cli.health import BeatReport, beat_report
+from tideline_cli.output import dumps
 from tideline_cli.stack import redacted_url
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.service import StatusReport
+from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
 
 NARRATIVE_FLAGS = (
@@ -34,7 +36,7 @@ TURN_FLAGS = ("role", "content", "session_id", "speaker", "created_at")
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return dumps(value)
 
 
 def _agent(settings: Settings, args: argparse.Namespace) -> str:
@@ -51,10 +53,11 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     agent = _agent(settings, args)
     with open_service(settings) as service:  # the model is not loaded by building the service
         report = service.status(agent)
+        others = other_agents_notice(agent, service.agents_with_memories())
     # Which beat holds the schedule is the broker's business, asked here at the edge (a dead broker: not asked).
     beat = beat_report(settings) if report.broker_reachable else None
     if args.json:
-        print(_dump(_status_json(settings, agent, report, beat)))
+        print(_dump({**_status_json(settings, agent, report, beat), "other_agents": others}))
         return 0
     c = report.counts
     print(f"agent {agent}  ({redacted_url(settings.resolved_database_url)})")
@@ -74,6 +77,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  beat: " + _beat_line(beat))
     if report.notice:
         print(f"  note: {report.notice}")
+    if others:
+        print(f"  note: {others}")
     if report.soul_path:
         missing = "" if report.soul_found else " (missing: identity from self-concept alone)"
         print(f"  SOUL file: {report.soul_path}{missing}")
@@ -148,6 +153,8 @@ def _span(seconds: float) -> str:
 
 
 def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
+    if not args.query.strip():  # the recent lines that stand in for a query are the MCP tool's, not the CLI's
+        raise InvalidInput("query", "must name what to look for (it is empty)")
     params = parse(
         SearchIn,
         {
@@ -273,8 +280,7 @@ def cmd_write(settings: Settings, args: argparse.Namespace) -> int:
             written = service.write_narratives(agent, items, key=key)
             results = [{"id": w.id, "weight": w.weight, "recurrence": w.recurrence} for w in written]
             queued = all(w.queued for w in written)
-        embeds = service.embeds
-    embedding = "off" if not embeds else ("queued" if queued else "pending (broker unreachable)")
+    # What memory_write answers: embedding pending, and whether its job reached the queue now.
     for result in results:
-        print(_dump({**result, "agent": agent, "embedding": embedding}))
+        print(_dump({**result, "agent": agent, "embedding": "pending", "queued": queued}))
     return 0

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tideline_core.settings import Settings
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 COPY_HELP = """\
 Copy every table of a Tideline store (SQLite, say) into another database (PostgreSQL), vectors

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tideline_cli.stages import EXIT_FAILED, follow
+from tideline_cli.output import dumps
+from tideline_cli.stages import EXIT_FAILED, follow, result_lines
 from tideline_core.dream import STAGES, nightly_stages
 from tideline_core.errors import BrokerUnavailable
-from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
+from tideline_core.timeutil import iso
 
 DESCRIPTION = """\
 The dream digests an agent's day: scan → solidify → refresh → recluster → graph → comb → drift → symbolic.
@@ -127,8 +130,7 @@ def _start(settings: Settings, service: Any, agent: str, args: argparse.Namespac
             return code
         if job == "dream" and isinstance(value, dict) and value.get("last_task_id"):
             # The dream's first task only starts the chain: wait for its end, then read what the stages did.
-            code, _ = follow(settings, str(value["last_task_id"]), "dream chain", args.timeout)
-            runs = [r for r in service.dream_log(agent, limit=len(STAGES) * 2) if r.run_key == value.get("run_key")]
+            code, runs = _follow_chain(settings, service, agent, value, args.timeout)
             _print(as_json, [_run_dict(r) for r in reversed(runs)], _log_lines)
             return code if code != 0 else (EXIT_FAILED if any(r.status == "failed" for r in runs) else 0)
         results.append(value)
@@ -136,9 +138,33 @@ def _start(settings: Settings, service: Any, agent: str, args: argparse.Namespac
     return 0
 
 
+def _follow_chain(
+    settings: Settings, service: Any, agent: str, started: dict[str, Any], timeout: float
+) -> tuple[int, list[Any]]:
+    """Wait for a whole dream's chain, each stage shown on stderr as it starts and ends: the exit code, its runs."""
+    run_key = str(started.get("run_key"))
+    shown: dict[int, str] = {}
+
+    def chain_runs() -> list[Any]:
+        return [r for r in service.dream_log(agent, limit=len(STAGES) * 2) if r.run_key == run_key]
+
+    def progress() -> None:
+        for r in reversed(chain_runs()):
+            if shown.get(r.id) != r.status:
+                shown[r.id] = r.status
+                why = r.error or r.outputs.get("skipped", "")
+                figures = _figures(r.outputs) if r.status != "running" else ""
+                detail = f" ({why})" if why else (f": {figures}" if figures else "")
+                print(f"dream {r.stage}: {r.status}{detail}", file=sys.stderr, flush=True)
+
+    code, _ = follow(settings, str(started["last_task_id"]), "dream chain", timeout, progress)
+    progress()
+    return code, chain_runs()
+
+
 def _print(as_json: bool, value: Any, lines: Any) -> None:
     if as_json:
-        print(json.dumps(value, ensure_ascii=False, default=str))
+        print(dumps(value))
         return
     for line in lines(value):
         print(line)
@@ -153,9 +179,9 @@ def _run_dict(run: Any) -> dict[str, Any]:
         "trigger": run.trigger,
         "run_key": run.run_key,
         "tokens": run.tokens_in + run.tokens_out,
-        "started_at": run.started_at.isoformat(),
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "undone_at": run.undone_at.isoformat() if run.undone_at else None,
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at) if run.finished_at else None,
+        "undone_at": iso(run.undone_at) if run.undone_at else None,
         "outputs": run.outputs,
         "error": run.error,
     }
@@ -201,11 +227,7 @@ def _show_lines(run: dict[str, Any]) -> list[str]:
 def _results_lines(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in results:
-        head = f"{r['stage']}: " + ("dry run, nothing written; " if r.get("dry_run") else "")
-        if r.get("skipped"):
-            lines.append(head + f"skipped ({r['skipped']})")
-            continue
-        total = r.get("changes_total", 0)
-        lines.append(head + f"{total} changes" + (f" (run {r['run_id']})" if r.get("run_id") else ""))
-        lines += _change_lines(r.get("changes", []))
+        lines += result_lines(r)
+        if not r.get("skipped"):
+            lines += _change_lines(r.get("changes", []))
     return lines

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tideline_core.errors import InvalidInput
-from tideline_core.settings import Settings
 
 if TYPE_CHECKING:
     from tideline_core.service import Service
+    from tideline_core.settings import Settings
     from tideline_eval.cache import CachedEmbedder
     from tideline_eval.dream import DreamResult
     from tideline_eval.links import LinksResult

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import socket
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
+if TYPE_CHECKING:
+    import redis
 
-from tideline_core.settings import Settings
-from workers.beat import BeatState, running_beats, schedule_holder
-from workers.liveness import live_workers
-from workers.locks import redis_client_url
+    from tideline_core.settings import Settings
+    from workers.beat import BeatState
 
 PARTS = ("mcp", "worker", "beat", "flower")
 ANY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
@@ -66,6 +63,8 @@ def probe(settings: Settings, part: str, *, queue: str | None = None, port: int 
         return _http(f"http://{_bracketed(host)}:{port or settings.http_port}/healthz", timeout)
     if part == "flower":
         return _http(f"http://127.0.0.1:{port or settings.flower_port}/healthcheck", timeout)
+    import redis
+
     client = redis_client(settings, timeout)
     try:
         return _worker(client, queue) if part == "worker" else _beat(client)
@@ -76,11 +75,18 @@ def probe(settings: Settings, part: str, *, queue: str | None = None, port: int 
 
 
 def redis_client(settings: Settings, timeout: float) -> redis.Redis:
+    import redis
+
+    from workers.locks import redis_client_url
+
     url = redis_client_url(settings.resolved_redis_url)
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
 def _http(url: str, timeout: float) -> Probe:
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=timeout) as answer:
             return Probe(answer.status == 200, f"{url} answered {answer.status}")
@@ -89,6 +95,8 @@ def _http(url: str, timeout: float) -> Probe:
 
 
 def _worker(client: redis.Redis, queue: str | None) -> Probe:
+    from workers.liveness import live_workers
+
     host = socket.gethostname()
     # Celery names a node QUEUE@HOST (`tideline worker` passes `QUEUE@%h`); the host part is this machine's.
     mine = {name: queues for name, queues in live_workers(client).items() if name.rpartition("@")[2] == host}
@@ -100,6 +108,8 @@ def _worker(client: redis.Redis, queue: str | None) -> Probe:
 
 
 def _beat(client: redis.Redis) -> Probe:
+    from workers.beat import running_beats, schedule_holder
+
     host = socket.gethostname()
     mine = [b for b in running_beats(client) if b.hostname == host]
     if mine:
@@ -115,6 +125,10 @@ class BeatReport:
 
 def beat_report(settings: Settings, timeout: float = 0.5) -> BeatReport | None:
     """Which beat holds the schedule and which stand by; None when Redis cannot be reached."""
+    import redis
+
+    from workers.beat import running_beats, schedule_holder
+
     client = redis_client(settings, timeout)
     try:
         return BeatReport(schedule_holder(client), tuple(running_beats(client)))

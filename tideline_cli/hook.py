@@ -25,8 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-# The same names as tideline_core.hooks (not imported: it pulls in the store); a test keeps them equal.
+# The same names as tideline_core.hooks and .settings (not imported: they pull in the store and
+# pydantic); a test keeps them equal.
 RUNTIMES = ("claude-code", "codex")
+DEFAULT_AGENT = "default"
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 HOOK_PATH = "/hooks/v1/event"
 ANSWERED_BY = "X-Tideline-Hook"
@@ -70,8 +72,13 @@ def add_parser(sub: Any) -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    # An event needs no action word: argparse's own usage would show `ACTION ...` as if it did.
+    parser.usage = (
+        "%(prog)s [-h] [--runtime {claude-code,codex}] [--agent AGENT] [--foreground]  < EVENT.json\n"
+        "       %(prog)s install {claude-code,codex} [--project] [--uninstall] [--agent AGENT]"
+    )
     parser.add_argument("--runtime", choices=RUNTIMES, default="claude-code", help="whose event (default claude-code)")
-    parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT, else the runtime's name)")
+    parser.add_argument("--agent", help=f"agent id (default: TIDELINE_AGENT, else {DEFAULT_AGENT!r})")
     parser.add_argument(
         "--foreground", action="store_true", help="SessionEnd: store before returning, not in a detached process"
     )
@@ -85,7 +92,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     install.add_argument("target", choices=RUNTIMES, metavar="RUNTIME", help="claude-code or codex")
     install.add_argument("--project", action="store_true", help="this repository's file instead of the user's")
     install.add_argument("--uninstall", action="store_true", help="remove Tideline's entries instead")
-    install.add_argument("--agent", help="agent id the installed hooks act as (default: as `tideline hook`)")
+    install.add_argument(
+        "--agent", help=f"agent id the installed hooks act as (default: TIDELINE_AGENT, else {DEFAULT_AGENT!r})"
+    )
 
 
 def main(argv: Sequence[str]) -> int:
@@ -156,7 +165,7 @@ def run_event(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         event = json.loads(raw)
         if isinstance(event, dict) and isinstance(event.get("hook_event_name"), str):
             name = event["hook_event_name"][:64]
-        agent = args.agent or env.agent or args.runtime
+        agent = args.agent or env.agent or DEFAULT_AGENT
         if name == "SessionEnd" and not args.foreground:
             _detach(args, raw)
             return 0
@@ -209,7 +218,11 @@ def _ask_server(
     ours = reply.headers.get(ANSWERED_BY.lower()) == "server"
     if reply.status == 200 and ours:
         answer = json.loads(reply.body)
-        output = answer.get("output") if isinstance(answer, dict) else None
+        if not isinstance(answer, dict):
+            return None
+        if isinstance(answer.get("notice"), str):
+            log.error(f"{name} ({runtime}): {answer['notice']}")
+        output = answer.get("output")
         return output if isinstance(output, dict) else None
     if reply.status in FALL_BACK_ON or not ours:
         log.error(f"{where} answered {reply.status} ({_error_of(reply.body)}); answered here instead")

@@ -5,6 +5,10 @@ from ~/.codex/hooks.json (or a repository's .codex/hooks.json), in one shape: `{
 [{"matcher": ..., "hooks": [{"type": "command", "command": ..., "timeout": SECONDS}]}]}}`. Tideline's
 entries are the handlers whose command runs `tideline hook`; everything else in the file is kept as
 it is.
+
+A runtime starts a hook with its own environment, not the shell's that ran `tideline up`: the
+command carries what reaches this user's store and server (`env TIDELINE_HOME=... tideline hook ...`),
+so that run with nothing else set it reads and writes the same memory as the agent's MCP tools.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.errors import TidelineError
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 # Seconds each event's hook may run. Claude Code gives SessionEnd 1.5 s whatever the file says, and
 # `tideline hook` returns from it at once (the storing goes on in a detached process).
@@ -39,11 +46,17 @@ class InstallError(TidelineError):
 
 
 def run_install(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from tideline_core.settings import Settings
+
     try:
+        settings = Settings()
+        agent = args.agent or settings.agent
         path = hooks_file(args.target, project=args.project)
-        command = hook_command(args.target, args.agent)
+        command = hook_command(args.target, reach_environment(settings, agent, hooks=True))
         changed, backup = update_file(path, args.target, command, uninstall=args.uninstall)
-    except (InstallError, OSError) as exc:
+    except (TidelineError, ValidationError, OSError) as exc:
         print(f"tideline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not changed:
@@ -51,6 +64,8 @@ def run_install(args: argparse.Namespace) -> int:
         return 0
     what = "removed Tideline's hooks from" if args.uninstall else "installed Tideline's hooks in"
     print(f"{what} {path}" + (f" (backup: {backup})" if backup else ""))
+    if not args.uninstall:
+        print(f"# the hooks act as agent {agent!r} on {settings.home.resolve()}", file=sys.stderr)
     if args.target == "codex" and not args.uninstall:
         print(
             "Codex: where hooks are behind a feature flag, set `[features] hooks = true` (older releases: "
@@ -92,11 +107,32 @@ def tideline_executable() -> str:
     return str(Path(found).absolute())
 
 
-def hook_command(target: str, agent: str | None) -> str:
-    parts = [tideline_executable(), "hook", "--runtime", target]
-    if agent:
-        parts += ["--agent", agent]
-    return shlex.join(parts)
+def reach_environment(settings: Settings, agent: str, *, hooks: bool) -> dict[str, str]:
+    """The variables a process a client starts needs to act as `agent` on this user's store (and, for
+    `hooks`, to find the server `tideline up` runs: its address when not the default, the agent's token)."""
+    env = {"TIDELINE_HOME": str(settings.home.resolve()), "TIDELINE_AGENT": agent}
+    if settings.database_url or settings.memory_mcp_db:
+        env["TIDELINE_DATABASE_URL"] = settings.resolved_database_url
+    if settings.redis_url:
+        env["TIDELINE_REDIS_URL"] = settings.redis_url
+    if not hooks:
+        return env
+    defaults = type(settings).model_fields
+    if settings.http_host != defaults["http_host"].default:
+        env["TIDELINE_HTTP_HOST"] = settings.http_host
+    if settings.http_port != defaults["http_port"].default:
+        env["TIDELINE_HTTP_PORT"] = str(settings.http_port)
+    token = next((token for token, owner in settings.http_token_map().items() if owner == agent), None)
+    if token is not None:  # only the agent's own: the hook needs no other agent's token
+        env["TIDELINE_HTTP_TOKENS"] = f"{token}:{agent}"
+    return env
+
+
+def hook_command(target: str, env: dict[str, str]) -> str:
+    """`env NAME=VALUE ... /abs/tideline hook --runtime TARGET`: run by a shell or split and executed, the same."""
+    launcher = shutil.which("env") or "/usr/bin/env"
+    parts = [launcher, *(f"{name}={value}" for name, value in env.items()), tideline_executable()]
+    return shlex.join([*parts, "hook", "--runtime", target])
 
 
 def is_ours(handler: Any) -> bool:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import OperationalError
 from tideline_core.compose import compose
 from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, respond
 from tideline_core.service import JobQueue, Service, TaskResult
+from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
 from tideline_core.timeutil import utcnow
 
@@ -43,6 +44,10 @@ def answer_locally(runtime: str, agent: str, data: Any) -> dict[str, Any] | None
             runtime=parse_runtime(runtime),
             offsets=TranscriptOffsets.under(settings.home),
         )
+        if event.name == "SessionStart":  # once a session: an empty block for the wrong agent says so in the log
+            notice = other_agents_notice(agent, service.agents_with_memories())
+            if notice:
+                log.error("SessionStart (%s): %s", runtime, notice)
     return answer.output()
 
 

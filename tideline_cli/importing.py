@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tideline_core.importing import FORMATS
-from tideline_core.service import SessionsImported
-from tideline_core.settings import Settings
+from tideline_core.importing.detect import FORMATS
+
+if TYPE_CHECKING:
+    from tideline_core.service import SessionsImported
+    from tideline_core.settings import Settings
 
 DESCRIPTION = """\
 Import past sessions as context turns, each at its own time and in its own session.

@@ -36,8 +36,9 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tideline_cli import dream, evaluate, health, importing, mcp_config, stages
-    from tideline_core.inputs import SEARCH_KINDS, SEARCH_MODES
+    # Every module here imports only what its parser needs: `--help` loads no store, model or pydantic.
+    from tideline_cli import db, dream, evaluate, health, importing, mcp_config, stages
+    from tideline_core.choices import SEARCH_KINDS, SEARCH_MODES
 
     parser = argparse.ArgumentParser(
         prog="tideline", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -163,8 +164,6 @@ def build_parser() -> argparse.ArgumentParser:
     inject.add_argument("--explain", action="store_true", help="list each item's tier, tokens and reason on stderr")
 
     evaluate.add_parser(sub)
-    from tideline_cli import db
-
     db.add_parser(sub)
     dream.add_parser(sub)
     importing.add_parser(sub)
@@ -186,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook.main(argv[1:])
     if argv[:1] == ["serve"]:  # execs the server, which imports (and checks the settings) itself
         return serve.main(argv[1:])
+    args = build_parser().parse_args(argv)  # `--help` and usage errors end here, before the heavy imports
     import logging
 
     from pydantic import ValidationError
@@ -194,7 +194,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tideline_core.errors import TidelineError
     from tideline_core.settings import Settings
 
-    args = build_parser().parse_args(argv)
     try:
         settings = Settings()
     except ValidationError as exc:

@@ -11,14 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tideline_cli.hook_install import tideline_executable
-from tideline_core.settings import Settings
+from tideline_cli.hook_install import reach_environment, tideline_executable
+from tideline_core.choices import DEFAULT_AGENT
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 CLIENTS = ("claude", "claude-desktop", "codex", "hermes")
-# The agent a client's memories belong to unless told: Claude Code's hooks act as "claude-code" too.
-DEFAULT_AGENT = {"claude": "claude-code", "claude-desktop": "claude-desktop", "codex": "codex", "hermes": "hermes"}
 WHERE = {
     "claude": "Claude Code: .mcp.json at the project root, or `claude mcp add-json tideline '<the inner object>'`",
     "claude-desktop": "Claude Desktop: claude_desktop_config.json (Settings → Developer → Edit Config)",
@@ -49,27 +50,24 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument("client", choices=CLIENTS, help="which client's format")
     parser.add_argument("--http", action="store_true", help="the streamable HTTP server instead of stdio")
-    parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT, else the client's name)")
+    parser.add_argument("--agent", help=f"agent id (default: TIDELINE_AGENT, else {DEFAULT_AGENT!r})")
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     client: str = args.client
-    agent = args.agent or (settings.agent if "agent" in settings.model_fields_set else DEFAULT_AGENT[client])
+    agent = args.agent or settings.agent
     server = _http_server(settings, agent) if args.http else _stdio_server(settings, agent)
     print(render(client, server))
     print(f"# {WHERE[client]}", file=sys.stderr)
+    print(f"# agent: {agent} (as `tideline hook install` and `tideline import` would act)", file=sys.stderr)
     if client == "codex" and "token" in server:
         print(f"# Codex reads the token from the environment: export {TOKEN_ENV}={server['token']}", file=sys.stderr)
     return 0
 
 
 def _stdio_server(settings: Settings, agent: str) -> dict[str, Any]:
-    env = {"TIDELINE_HOME": str(settings.home.resolve()), "TIDELINE_AGENT": agent}
-    # A server started by the client sees only this environment (Hermes, Claude Desktop): carry what is not default.
-    if settings.database_url:
-        env["TIDELINE_DATABASE_URL"] = settings.database_url
-    if settings.redis_url:
-        env["TIDELINE_REDIS_URL"] = settings.redis_url
+    # A server started by the client sees only this environment (Hermes, Claude Desktop).
+    env = reach_environment(settings, agent, hooks=False)
     return {"command": tideline_executable(), "args": ["serve"], "env": env}
 
 
@@ -81,8 +79,9 @@ def _http_server(settings: Settings, agent: str) -> dict[str, Any]:
     tokens = settings.http_token_map()
     if not tokens:
         print(
-            "# TIDELINE_HTTP_TOKENS is empty: the server takes no token, and every caller acts as the server's "
-            "own TIDELINE_AGENT (loopback only)",
+            f"# TIDELINE_HTTP_TOKENS is empty: the server takes no token (loopback only), and every caller acts "
+            f"as the server's own TIDELINE_AGENT: {settings.agent!r} when it runs with these settings. To bind "
+            f"this client to {agent!r}, start the server with TIDELINE_HTTP_TOKENS=TOKEN:{agent} and run this again.",
             file=sys.stderr,
         )
         return {"url": url}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline_core.errors import ConfigurationError
-from tideline_core.settings import Settings
+from tideline_core.settings import Settings, is_loopback
 from tideline_core.store.database import Database
 
 
@@ -87,13 +87,10 @@ def flower_argv(settings: Settings, port: int | None = None, address: str = "127
     return argv
 
 
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
 def cmd_flower(settings: Settings, args: argparse.Namespace) -> int:
     from workers.app import create_app
 
-    if args.address not in LOOPBACK and not settings.flower_basic_auth:
+    if not is_loopback(args.address) and not settings.flower_basic_auth:
         # Flower shows task names, arguments and agent ids: never to the network without a password.
         raise ConfigurationError(
             f"refusing to serve Flower on {args.address} without basic auth: set TIDELINE_FLOWER_BASIC_AUTH="

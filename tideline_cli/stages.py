@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.dream import STAGES
 from tideline_core.errors import BrokerUnavailable
-from tideline_core.settings import Settings
+
+if TYPE_CHECKING:
+    from tideline_core.settings import Settings
 
 POLL_SECONDS = 0.2
 EXIT_FAILED = 1
@@ -81,9 +84,12 @@ def _follow(settings: Settings, args: argparse.Namespace, task_id: str) -> int:
     return code
 
 
-def follow(settings: Settings, task_id: str, label: str, timeout: float) -> tuple[int, Any]:
+def follow(
+    settings: Settings, task_id: str, label: str, timeout: float, progress: Callable[[], None] | None = None
+) -> tuple[int, Any]:
     """Wait for a task, showing its states on stderr: (0, its result), (EXIT_FAILED, the error) or
-    (EXIT_STILL_RUNNING, None) when `timeout` seconds pass first (the task goes on)."""
+    (EXIT_STILL_RUNNING, None) when `timeout` seconds pass first (the task goes on). `progress` is
+    called at every poll, to show more of what goes on."""
     from celery import states
     from celery.result import AsyncResult
 
@@ -96,6 +102,8 @@ def follow(settings: Settings, task_id: str, label: str, timeout: float) -> tupl
     try:
         while True:
             state = result.state
+            if progress is not None:
+                progress()
             if state != seen:
                 print(f"{label} {task_id}: {state}", file=sys.stderr, flush=True)
                 seen = state
@@ -121,6 +129,38 @@ def _print_result(args: argparse.Namespace, value: dict[str, Any]) -> None:
     if "markdown" in value:
         print(value["markdown"])
         return
-    for key, item in value.items():
-        shown = json.dumps(item, ensure_ascii=False) if isinstance(item, list | dict) else item
-        print(f"{key}: {shown}")
+    for line in result_lines(value):
+        print(line)
+
+
+# What a stage's result line says already, or what `dream show RUN` lists change by change.
+SAID = ("stage", "run_id", "dry_run", "changes", "changes_total", "skipped", "prompts", "markdown")
+
+
+def result_lines(result: dict[str, Any]) -> list[str]:
+    """A stage's result as a person reads it: what it did (or why it was skipped), then its figures."""
+    head = f"{result.get('stage', '?')}: " + ("dry run, nothing written; " if result.get("dry_run") else "")
+    if result.get("skipped"):
+        return [head + f"skipped ({result['skipped']})"]
+    total = result.get("changes_total", 0)
+    lines = [
+        head
+        + f"{total} change{'' if total == 1 else 's'}"
+        + (f" (run {result['run_id']})" if result.get("run_id") else "")
+    ]
+    for key, item in result.items():
+        if key not in SAID:
+            lines.append(f"  {key}: {_shown(item)}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

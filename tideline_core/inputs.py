@@ -20,16 +20,9 @@ from pydantic import (
     model_validator,
 )
 
+from tideline_core.choices import TURN_ROLES
 from tideline_core.errors import InvalidInput
 from tideline_core.timeutil import parse_instant
-
-NARRATIVE_TYPES = ("event", "reflection", "insight", "decision", "dream", "digest", "other")
-TURN_ROLES = ("user", "assistant", "system", "tool")
-PROFILE_KINDS = ("fact", "impression", "relationship", "self", "contact")
-SELF_CONCEPT_KINDS = ("fact", "terrain", "reflection")
-THREAD_STATUSES = ("open", "exploring", "resolved", "dropped")
-SEARCH_MODES = ("hybrid", "keyword", "dense")
-SEARCH_KINDS = ("all", "narratives", "context")
 
 # Size limits, documented in the README: generous for prose, bounded so one call cannot flood memory.
 MAX_GESTURE = 2_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -9,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from tideline_core.choices import DEFAULT_AGENT
 from tideline_core.errors import ConfigurationError
 
 # The local embedding model, built from the bundled weights on first use; shared by every Tideline home.
@@ -31,6 +33,16 @@ class _DocumentedNames(EnvSettingsSource):
 TIERS = ("T0", "T1", "T2", "T2b", "T3", "T4")
 
 
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind reaches this machine only: `localhost`, 127.0.0.0/8, ::1."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
 class Settings(BaseSettings):
     """Every knob, with its default. The README's settings table mirrors this class."""
 
@@ -40,7 +52,7 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
     memory_mcp_db: str | None = Field(default=None, validation_alias=AliasChoices("MEMORY_MCP_DB"))
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
-    agent: str = Field(default="default", validation_alias=_env("AGENT", "AGENT_NAME"))
+    agent: str = Field(default=DEFAULT_AGENT, validation_alias=_env("AGENT", "AGENT_NAME"))
     known_persons: str = Field(default="", validation_alias=_env("KNOWN_PERSONS", "KNOWN_PERSONS"))
 
     embedder: Literal["local", "http", "none"] = Field(default="local", validation_alias=_env("EMBEDDER"))

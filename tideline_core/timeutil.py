@@ -37,6 +37,11 @@ def parse_instant(value: str | datetime, field: str) -> datetime:
         raise InvalidInput(field, f"must fall between years 1 and 9999 once converted to UTC, got {value!r}") from None
 
 
+def iso(value: datetime) -> str:
+    """ISO-8601 in UTC ending in Z, as every result shows a time (pydantic writes aware UTC times so)."""
+    return as_utc(value).isoformat().replace("+00:00", "Z")
+
+
 def human(value: datetime) -> str:
     """A compact UTC form for people and prompts."""
     return as_utc(value).strftime("%Y-%m-%d %H:%M UTC")

@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 NAME = "tideline"
-DEFAULT_AGENT = "hermes"
 WRITING_CONTEXTS = ("primary",)  # Hermes' agent_context values whose conversation is stored
 MIRROR_IMPORTANCE = 4  # an entry Hermes' memory tool saved was chosen to be kept for good
 SHUTDOWN_WAIT = 5.0  # seconds a warm-up may take to finish before the database closes under it
@@ -104,7 +103,8 @@ class TidelineMemoryProvider(_Base):
         return ""
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        """Open memory for this session: the agent is TIDELINE_AGENT, else Hermes' profile name, else `hermes`."""
+        """Open memory for this session: the agent is TIDELINE_AGENT, else Hermes' profile name, else the
+        default agent every other entry point uses."""
         if self._memory is not None:
             self.shutdown()
         self._session_id = str(session_id or "")
@@ -113,7 +113,7 @@ class TidelineMemoryProvider(_Base):
         self._writes = context in WRITING_CONTEXTS
         try:
             settings = self._settings or Settings()
-            agent = settings.agent if "agent" in settings.model_fields_set else _profile(kwargs)
+            agent = settings.agent if "agent" in settings.model_fields_set else _profile(kwargs, settings.agent)
             self._memory = TidelineProvider(agent, settings=settings, session_id=self._session_id)
         # Hermes runs on without memory when a provider fails to start: say why, once, and stay inert.
         except Exception as exc:
@@ -300,9 +300,9 @@ def _warm(memory: TidelineProvider, query: str) -> None:
         log.warning("tideline warm-up failed (the next recall may be slower)", exc_info=True)
 
 
-def _profile(kwargs: Mapping[str, Any]) -> str:
+def _profile(kwargs: Mapping[str, Any], default: str) -> str:
     identity = kwargs.get("agent_identity")
-    return identity.strip() if isinstance(identity, str) and identity.strip() else DEFAULT_AGENT
+    return identity.strip() if isinstance(identity, str) and identity.strip() else default
 
 
 def _messages(messages: Any) -> Sequence[Mapping[str, Any]]:

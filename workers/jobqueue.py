@@ -26,7 +26,7 @@ from tideline_core.timeutil import utcnow
 from workers import locks
 from workers.liveness import live_workers
 from workers.locks import redis_client_url
-from workers.queues import ROUTES, Queue, TaskName
+from workers.queues import ROUTES, STAGE_TASKS, Queue, TaskName
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class CeleryJobQueue:
             self._open_until = time.monotonic() + self._breaker_seconds
         log.warning("broker unreachable (%s): %s: %s", what, type(exc).__name__, exc)
 
-    def _send(self, name: TaskName, kwargs: dict[str, Any]) -> str | None:
+    def _send(self, name: str, kwargs: dict[str, Any]) -> str | None:
         if self._circuit_open():
             return None
         try:
@@ -172,7 +172,9 @@ class CeleryJobQueue:
     def start_stage(self, agent_id: str, stage: str, *, dry_run: bool = False) -> str | None:
         if not self._lock_free(agent_id):
             return None
-        return self._send(TaskName.RUN_STAGE, {"stage": stage, "agent_id": agent_id, "dry_run": dry_run})
+        if stage not in STAGE_TASKS:  # the service checks names first; the by-name task says why this one fails
+            return self._send(TaskName.RUN_STAGE, {"stage": stage, "agent_id": agent_id, "dry_run": dry_run})
+        return self._send(STAGE_TASKS[stage], {"agent_id": agent_id, "dry_run": dry_run})
 
     def start_dream(self, agent_id: str) -> str | None:
         if not self._lock_free(agent_id):

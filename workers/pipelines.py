@@ -1,10 +1,10 @@
 """Task chains, all in one file: the nightly dream of one agent as a chain of immutable signatures.
 
-    nightly(agent) ── takes the agent's lock ──▶ run_stage(s) for each nightly stage, in registry order
+    nightly(agent) ── takes the agent's lock ──▶ each nightly stage's task (tideline.dream.<stage>), in registry order
                                                  → release_lock (any stage fails: the errback releases it)
 
 The stages and their order come from `tideline_core.dream.registry`. Every stage signature carries
-(stage, agent_id, lock_token, day, run_key): the token proves the stage runs for the chain that holds the
+(agent_id, lock_token, day, run_key): the token proves the stage runs for the chain that holds the
 lock (and extends it), the day files all stages of one night under the same dream_runs key even
 when the chain crosses midnight. Signatures are built by task name, so this module never imports a task.
 """
@@ -19,7 +19,7 @@ from tideline_core.dream import nightly_stages
 from tideline_core.dream.runs import NIGHTLY
 from tideline_core.settings import Settings
 from workers.app import time_limits
-from workers.queues import TaskName
+from workers.queues import TaskName, stage_task
 
 LOCK_MARGIN_SECONDS = 60
 
@@ -42,8 +42,8 @@ def nightly_chain(app: Celery, agent_id: str, token: str, day: str, run_key: str
     """The stages in order, then the lock release; immutable, so no stage receives another's result."""
     stages = [
         app.signature(
-            str(TaskName.RUN_STAGE),
-            kwargs={"stage": stage.name, "agent_id": agent_id, "lock_token": token, "day": day, "run_key": run_key},
+            stage_task(stage.name),
+            kwargs={"agent_id": agent_id, "lock_token": token, "day": day, "run_key": run_key},
             immutable=True,
         )
         for stage in nightly_stages()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tideline_core.dream import STAGES
+
 
 class Queue(StrEnum):
     # Short tasks, many workers, any order: embeddings, attention logging, imports, reconciling.
@@ -20,7 +22,7 @@ class TaskName(StrEnum):
     LOG_ATTENTION = "tideline.ingest.log_attention"
     RECONCILE = "tideline.ingest.reconcile"
     IMPORT_TURNS = "tideline.ingest.import_turns"
-    # Every dream stage of tideline_core.dream.registry runs through this one task, by name.
+    # Any stage by name: what an earlier release published, still run; new messages use `stage_task`.
     RUN_STAGE = "tideline.dream.run_stage"
     NIGHTLY = "tideline.dream.nightly"
     NIGHTLY_ALL = "tideline.dream.nightly_all"
@@ -38,4 +40,18 @@ QUEUE_OF: dict[TaskName, Queue] = {
     TaskName.RELEASE_LOCK: Queue.DREAM,
 }
 
-ROUTES: dict[str, dict[str, str]] = {str(name): {"queue": str(queue)} for name, queue in QUEUE_OF.items()}
+
+def stage_task(stage: str) -> str:
+    """The task that runs dream stage `stage`: Flower shows each stage under its own name."""
+    return f"tideline.dream.{stage}"
+
+
+# One task per stage of tideline_core.dream.registry, in its order.
+STAGE_TASKS: dict[str, str] = {stage.name: stage_task(stage.name) for stage in STAGES}
+if clash := set(STAGE_TASKS.values()) & {str(name) for name in TaskName}:
+    raise RuntimeError(f"a dream stage is named like another task: {sorted(clash)}")
+
+ROUTES: dict[str, dict[str, str]] = {
+    **{str(name): {"queue": str(queue)} for name, queue in QUEUE_OF.items()},
+    **{name: {"queue": str(Queue.DREAM)} for name in STAGE_TASKS.values()},
+}

@@ -93,4 +93,7 @@ async def test_rows_waiting_with_no_reachable_queue_say_so(
         await call(client, "memory_write", gesture="We fed the ducks at the lake")
         found = await call(client, "memory_search", query="ducks")
     assert "1 row still without an embedding: the job queue (Redis) cannot be reached" in found["degraded"]
+    # It says what to start, not where to look.
+    assert "run `tideline up`" in found["degraded"] and "TIDELINE_REDIS_URL" in found["degraded"]
+    assert "see `tideline status`" not in found["degraded"]
     assert found["hits"], "keyword search still finds it"

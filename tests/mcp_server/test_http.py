@@ -121,7 +121,21 @@ async def test_on_loopback_without_tokens_http_serves_the_configured_agent(
     assert status["agent"] == "alice"
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
+async def test_any_loopback_address_serves_without_tokens_and_still_refuses_a_rebound_host_name(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    port = free_port()
+    settings = local_settings.model_copy(update={"http_host": "127.0.0.2", "http_port": port, "http_tokens": ""})
+    with serving(settings, dispatcher) as url:
+        async with httpx2.AsyncClient() as http:
+            own = await http.post(f"{url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"127.0.0.2:{port}"})
+            rebound = await http.post(
+                f"{url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": f"evil.example:{port}"}
+            )
+    assert own.status_code == 200 and rebound.status_code == 421
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "127.0.0.1.example.com"])
 def test_http_refuses_to_start_beyond_loopback_without_tokens(local_settings: Settings, host: str) -> None:
     with pytest.raises(ConfigurationError, match="TIDELINE_HTTP_TOKENS"):
         http_app(local_settings.model_copy(update={"http_host": host, "http_tokens": ""}))

@@ -96,6 +96,8 @@ async def test_the_graph_shows_top_nodes_one_entity_or_a_pair(
         db.close()
         top = await call(client, "memory_graph")
         assert [n["name"] for n in top["nodes"]] == ["Alice", "Bob", "Carol"] and top["mode"] == "top"
+        # Times end in Z, as in every other result.
+        assert all(n["first_seen"].endswith("Z") and n["last_seen"].endswith("Z") for n in top["nodes"])
         alice = await call(client, "memory_graph", entity="Alice")
         assert alice["mode"] == "entity" and {e["source"] for e in alice["edges"]} | {
             e["target"] for e in alice["edges"]

@@ -63,6 +63,8 @@ def test_a_memory_written_from_a_script_is_found_by_search(cli_env: dict[str, st
     assert written.returncode == 0, written.stderr
     result = json.loads(written.stdout)
     assert set(result) >= {"id", "weight", "recurrence"} and result["agent"] == "alice"
+    # As memory_write says it: the embedding is pending, and whether its job reached the queue.
+    assert result["embedding"] == "pending" and isinstance(result["queued"], bool)
     turn = tideline(cli_env, "write", "--turn", "--role", "user", "--content", "明天去公园吗？", "--session", "s1")
     assert turn.returncode == 0, turn.stderr
 
@@ -111,6 +113,22 @@ def test_status_shows_the_waiting_embedding_job_and_no_workers(cli_env: dict[str
     assert report["counts"]["pending_narratives"] == 1
     assert report["queues"] == {"ingest": 1, "dream": 0}
     assert report["workers"] == {}
+
+
+def test_an_empty_search_is_refused_naming_what_the_cli_can_take(cli_env: dict[str, str]) -> None:
+    for query in ("", "   "):
+        empty = tideline(cli_env, "search", query)
+        assert empty.returncode == 2 and "query: must name what to look for" in empty.stderr
+        assert "recent lines" not in empty.stderr
+
+
+def test_hook_help_shows_an_event_needs_no_action_word(capsys: pytest.CaptureFixture[str]) -> None:
+    from tideline_cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["hook", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "ACTION" not in usage and "< EVENT.json" in usage and "install {claude-code,codex}" in usage
 
 
 def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp_path: Path) -> None:
@@ -209,3 +227,13 @@ def test_output_into_a_reader_that_went_away_ends_quietly(cli_env: dict[str, str
         os.close(write_end)
     assert "Traceback" not in done.stderr
     assert done.returncode == 0
+
+
+def test_help_loads_no_store_no_model_and_no_validation_library() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tideline_cli", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "usage: tideline" in done.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    heavy = {"pydantic", "pydantic_settings", "sqlalchemy", "numpy", "celery", "redis", "jieba", "mcp"}
+    assert not heavy & loaded, sorted(heavy & loaded)

@@ -11,6 +11,7 @@ from cli_helpers import tideline
 from dream_helpers import checksums, dump, record_day
 
 from tideline_core.compose import compose
+from tideline_core.dream import nightly_stages
 from tideline_core.dream.runs import NIGHTLY
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -43,6 +44,11 @@ def test_the_dream_runs_from_the_cli_and_a_run_can_be_shown_dry_run_and_undone(
     assert dreamt.returncode == 0, dreamt.stderr
     runs = {r["stage"]: r for r in json.loads(dreamt.stdout)}
     assert runs["solidify"]["status"] == "done" and runs["solidify"]["trigger"] == "manual"
+    # Each stage is shown as it ends, in the chain's order, on stderr.
+    ended = [line.split()[1].rstrip(":") for line in dreamt.stderr.splitlines() if line.startswith("dream ")
+             and not line.startswith("dream chain") and ("done" in line or "skipped" in line)]  # fmt: skip
+    assert ended == [stage.name for stage in nightly_stages()]
+    assert all(r["started_at"].endswith("Z") for r in runs.values())
     assert runs["comb"]["status"] == "skipped" and "no LLM configured" in runs["comb"]["outputs"]["skipped"]
 
     solidify = runs["solidify"]["run_id"]

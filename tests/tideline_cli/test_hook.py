@@ -22,7 +22,7 @@ from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.inputs import NarrativeIn
 from tideline_core.service import NullJobQueue
-from tideline_core.settings import Settings
+from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import AttentionHit
 from tideline_core.store.status import counts
@@ -99,6 +99,18 @@ def append_turns(path: Path, *texts: str) -> None:
 
 def test_the_thin_client_names_what_the_core_answers() -> None:
     assert thin.RUNTIMES == core.RUNTIMES and thin.INJECT_EVENTS == core.INJECT_EVENTS
+    assert thin.DEFAULT_AGENT == DEFAULT_AGENT
+
+
+def test_a_session_start_for_an_agent_without_memories_logs_which_agents_have_some(
+    hook_env: dict[str, str], server_env: dict[str, str], settings: Settings, remembered: None
+) -> None:
+    for env in (hook_env, server_env):  # the store opened here, then the server answering
+        assert hook({**env, "TIDELINE_AGENT": "nobody"}, event("claude_session_start")).returncode == 0
+    lines = log_lines(settings)
+    assert len(lines) == 2, lines
+    assert all("agent 'nobody' has no memories; agents with memories here: alice (1 rows)" in line for line in lines)
+    assert hook(hook_env, event("claude_session_start")).returncode == 0 and len(log_lines(settings)) == 2
 
 
 # --- no server: the hook opens the store itself -----------------------------------------------

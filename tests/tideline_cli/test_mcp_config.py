@@ -12,6 +12,7 @@ import pytest
 
 from tideline_cli.main import main
 from tideline_cli.mcp_config import quoted
+from tideline_core.settings import DEFAULT_AGENT
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_claude_code_gets_a_stdio_block_with_absolute_paths(home: Path, capsys: 
     server = json.loads(out)["mcpServers"]["tideline"]
     assert Path(server["command"]).is_absolute() and Path(server["command"]).exists()
     assert server["args"] == ["serve"]
-    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": "claude-code"}
+    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": DEFAULT_AGENT}
     assert ".mcp.json" in err
 
 
@@ -71,7 +72,7 @@ def test_claude_desktop_takes_the_agent_from_the_environment_or_the_flag(
 def test_claude_over_http_carries_the_token_bound_to_the_agent(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-h:hermes,tok-c:claude-code")
+    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-h:hermes,tok-c:default")
     server = json.loads(printed(capsys, "claude", "--http")[0])["mcpServers"]["tideline"]
     assert server == {"type": "http", "url": "http://127.0.0.1:8799/mcp", "headers": {"Authorization": "Bearer tok-c"}}
 
@@ -86,24 +87,45 @@ def test_an_agent_without_a_token_gets_a_placeholder_and_a_note(
     assert "no token in TIDELINE_HTTP_TOKENS is bound to agent 'nobody'" in err
 
 
-def test_a_server_without_tokens_gets_no_header_and_a_note(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_without_tokens_gets_no_header_and_a_note_naming_its_agent_and_how_to_bind_one(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out, err = printed(capsys, "claude", "--http")
     assert json.loads(out)["mcpServers"]["tideline"] == {"type": "http", "url": "http://127.0.0.1:8799/mcp"}
-    assert "takes no token" in err
+    assert "takes no token" in err and f"TIDELINE_AGENT: {DEFAULT_AGENT!r}" in err
+    monkeypatch.setenv("TIDELINE_AGENT", "ada")
+    _, err = printed(capsys, "claude", "--http", "--agent", "bob")
+    assert "TIDELINE_AGENT: 'ada'" in err and "TIDELINE_HTTP_TOKENS=TOKEN:bob" in err
+
+
+@pytest.mark.parametrize("agent", [None, "ada"])
+def test_mcp_config_and_hook_install_act_as_the_same_agent(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, agent: str | None
+) -> None:
+    if agent:
+        monkeypatch.setenv("TIDELINE_AGENT", agent)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    _, config_err = printed(capsys, "claude")
+    assert main(["hook", "install", "claude-code"]) == 0
+    install_err = capsys.readouterr().err
+    expected = agent or DEFAULT_AGENT
+    assert f"# agent: {expected} " in config_err and f"act as agent {expected!r}" in install_err
+    settings = json.loads((tmp_path / "user" / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    assert f"TIDELINE_AGENT={expected} " in settings["hooks"]["Stop"][0]["hooks"][0]["command"]
 
 
 def test_codex_gets_toml_with_its_env_table(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, err = printed(capsys, "codex")
     server = tomllib.loads(out)["mcp_servers"]["tideline"]
     assert Path(server["command"]).is_absolute() and server["args"] == ["serve"]
-    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": "codex"}
+    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": DEFAULT_AGENT}
     assert "config.toml" in err
 
 
 def test_codex_over_http_reads_its_token_from_an_environment_variable(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-x:codex")
+    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-x:default")
     out, err = printed(capsys, "codex", "--http")
     server = tomllib.loads(out)["mcp_servers"]["tideline"]
     assert server == {"url": "http://127.0.0.1:8799/mcp", "bearer_token_env_var": "TIDELINE_MCP_TOKEN"}
@@ -114,14 +136,14 @@ def test_hermes_gets_yaml_with_timeouts(home: Path, capsys: pytest.CaptureFixtur
     out, _ = printed(capsys, "hermes")
     server = yaml_subset(out)["mcp_servers"]["tideline"]
     assert Path(server["command"]).is_absolute() and server["args"] == ["serve"]
-    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": "hermes"}
+    assert server["env"] == {"TIDELINE_HOME": str(home), "TIDELINE_AGENT": DEFAULT_AGENT}
     assert (server["timeout"], server["connect_timeout"]) == (60, 30)
 
 
 def test_hermes_over_http_carries_the_header(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-h:hermes")
+    monkeypatch.setenv("TIDELINE_HTTP_TOKENS", "tok-h:default")
     server = yaml_subset(printed(capsys, "hermes", "--http")[0])["mcp_servers"]["tideline"]
     assert server["url"] == "http://127.0.0.1:8799/mcp"
     assert server["headers"] == {"Authorization": "Bearer tok-h"}

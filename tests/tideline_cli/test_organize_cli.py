@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ def test_recluster_with_wait_follows_the_task_and_prints_its_result(
     seed(database)
     done = tideline(env, "recluster", "--wait")
     assert done.returncode == 0, done.stderr
-    assert "topic_clusters: 5" in done.stdout and "soft_clusters: " in done.stdout
+    assert done.stdout.startswith("recluster: ") and " (run " in done.stdout.splitlines()[0]
+    assert "  topic_clusters: 5" in done.stdout and "  soft_clusters: " in done.stdout
+    assert not re.search(r"\b(True|False|None)\b", done.stdout), done.stdout  # no Python reprs
     states = [line.rsplit(": ", 1)[1] for line in done.stderr.splitlines() if line.startswith("recluster ")]
     assert states[-1] == "SUCCESS" and len(states) == len(set(states))  # each state change shown once
 

@@ -94,3 +94,17 @@ def test_status_never_prints_the_database_password(env: dict[str, str], pgvector
     assert shown.returncode == 0 and text.returncode == 0, shown.stderr + text.stderr
     assert "hunter2-secret" not in shown.stdout + text.stdout
     assert ":***@" in json.loads(shown.stdout)["database"] and ":***@" in text.stdout
+
+
+def test_status_of_an_agent_without_memories_names_the_agents_that_have_some(
+    database: Database, env: dict[str, str]
+) -> None:
+    with database.write() as conn:
+        for gesture in ("one", "two"):
+            insert_narrative(conn, "alice", NarrativeIn(gesture=gesture))
+        insert_narrative(conn, "bob", NarrativeIn(gesture="three"))
+    text = tideline(env, "status", "--agent", "nobody")
+    report = json.loads(tideline(env, "status", "--agent", "nobody", "--json").stdout)
+    assert "agents with memories here: alice (2 rows), bob (1 rows)" in text.stdout
+    assert "--agent or TIDELINE_AGENT" in report["other_agents"]
+    assert json.loads(tideline(env, "status", "--json").stdout)["other_agents"] is None  # alice has memories

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tideline_core.errors import ConfigurationError
-from tideline_core.settings import Settings
+from tideline_core.settings import Settings, is_loopback
 
 SHELL = {"HOME": "/home/someone", "AGENT": "shell-agent", "HTTP_PORT": "1", "LOG_LEVEL": "DEBUG", "EMBEDDER": "none"}
 
@@ -49,6 +49,15 @@ def test_the_tideline_names_and_the_seed_names_are_read(clean_env: pytest.Monkey
 def test_keyword_arguments_use_the_field_names(clean_env: pytest.MonkeyPatch) -> None:
     settings = Settings(home="/tmp/x", agent="alice", http_port=1)
     assert (str(settings.home), settings.agent, settings.http_port) == ("/tmp/x", "alice", 1)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("127.255.0.9", True), ("::1", True), ("[::1]", True),
+     ("localhost", True), ("0.0.0.0", False), ("::", False), ("192.168.1.20", False), ("127.0.0.1.nip.io", False)],
+)  # fmt: skip
+def test_every_loopback_address_is_loopback_and_nothing_else_is(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
 
 
 def test_a_malformed_token_list_is_a_configuration_error_naming_the_setting() -> None:

@@ -21,7 +21,7 @@ from hermes_standin import PREFETCH_TIMEOUT, MemoryManager, load_from_entry_poin
 from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
-from tideline_core.settings import Settings
+from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Narrative
 from tideline_provider.hermes import TidelineMemoryProvider
@@ -320,7 +320,7 @@ def test_hooks_given_bad_input_log_what_they_refused_and_return_their_empty_answ
     assert hermes.failures == []
 
 
-def test_the_agent_is_tideline_agent_else_the_hermes_profile_else_hermes(
+def test_the_agent_is_tideline_agent_else_the_hermes_profile_else_the_default_agent_of_every_entry_point(
     hermes_home: Path, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def remember_as(**kwargs: Any) -> None:
@@ -334,7 +334,7 @@ def test_the_agent_is_tideline_agent_else_the_hermes_profile_else_hermes(
     monkeypatch.setenv("TIDELINE_AGENT", "ada")
     remember_as(agent_identity="baker")
 
-    assert [len(narratives_of(database, agent)) for agent in ("hermes", "baker", "ada")] == [1, 1, 1]
+    assert [len(narratives_of(database, agent)) for agent in (DEFAULT_AGENT, "baker", "ada")] == [1, 1, 1]
 
 
 def test_availability_is_a_settings_check_that_opens_no_database(

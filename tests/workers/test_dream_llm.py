@@ -19,7 +19,7 @@ from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Narrative, NarrativeTag, Thread
 from workers import locks
-from workers.queues import TaskName
+from workers.queues import TaskName, stage_task
 
 TIMEOUT = 120
 
@@ -125,9 +125,9 @@ def test_a_dry_run_writes_nothing_and_a_second_nightly_chain_the_same_day_applie
     llm.default(answers)
     wait_until(lambda: embedded(database), timeout=TIMEOUT, message="the day embedded")
     before = dump(database)
-    dry = celery_app.send_task(
-        str(TaskName.RUN_STAGE), kwargs={"stage": "solidify", "agent_id": "alice", "dry_run": True}
-    ).get(timeout=TIMEOUT)
+    dry = celery_app.send_task(stage_task("solidify"), kwargs={"agent_id": "alice", "dry_run": True}).get(
+        timeout=TIMEOUT
+    )
     assert dry["dry_run"] and dry["changes_total"] == 7 and dump(database) == before
     assert runs(database) == {}
 

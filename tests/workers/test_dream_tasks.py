@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from celery.schedules import crontab
+from celery.signals import task_prerun
 from seeds import TOPICS, seed
 from sqlalchemy import func, select, update
 
-from tideline_core.dream import nightly_stages
+from tideline_core.dream import STAGES, nightly_stages
 from tideline_core.dream.clusters.store import rebuild_topics
 from tideline_core.dream.runs import DreamRunRecord, recent_runs, start_run
 from tideline_core.errors import Conflict
@@ -22,7 +23,7 @@ from tideline_core.timeutil import utcnow
 from workers import locks
 from workers.app import create_app
 from workers.pipelines import nightly_lock_ttl
-from workers.queues import QUEUE_OF, Queue, TaskName
+from workers.queues import QUEUE_OF, ROUTES, Queue, TaskName, stage_task
 from workers.schedule import beat_schedule
 
 TIMEOUT = 30
@@ -43,8 +44,8 @@ def run(app: Any, name: TaskName, **kwargs: Any) -> dict[str, Any]:
 
 
 def stage(app: Any, name: str, agent_id: str) -> dict[str, Any]:
-    """Run one dream stage by name through the one stage task, as a manual trigger does."""
-    return run(app, TaskName.RUN_STAGE, stage=name, agent_id=agent_id)
+    """Run one dream stage through its own task, as a manual trigger does."""
+    return dict(app.send_task(stage_task(name), kwargs={"agent_id": agent_id}).get(timeout=TIMEOUT))
 
 
 def test_a_manual_recluster_builds_topics_and_soft_clusters_and_records_its_run(
@@ -90,8 +91,23 @@ def test_the_nightly_chain_runs_every_stage_in_order_records_them_and_releases_t
     database: Database, celery_app: Any, celery_worker: Any, redis_client: Any, wait_until: Any
 ) -> None:
     seed(database)
-    started = run(celery_app, TaskName.NIGHTLY, agent_id="alice")
-    assert started["started"] is True and started["stages"] == [s.name for s in nightly_stages()]
+    ran: list[str] = []
+
+    def record(sender: Any = None, **_: Any) -> None:
+        ran.append(sender.name)
+
+    task_prerun.connect(record, weak=False)
+    try:
+        started = run(celery_app, TaskName.NIGHTLY, agent_id="alice")
+        assert started["started"] is True and started["stages"] == [s.name for s in nightly_stages()]
+        wait_until(lambda: str(TaskName.RELEASE_LOCK) in ran, timeout=TIMEOUT, message="the chain's end")
+    finally:
+        task_prerun.disconnect(record)
+    # Each stage ran as its own task, under the name Flower shows.
+    assert [name for name in ran if name != str(TaskName.NIGHTLY)] == [
+        *(stage_task(s.name) for s in nightly_stages()),
+        str(TaskName.RELEASE_LOCK),
+    ]
 
     stages = [s.name for s in nightly_stages()]
     wait_until(
@@ -121,9 +137,7 @@ def test_a_manual_trigger_is_refused_while_the_nightly_chain_holds_the_lock(
         celery_jobs.start_stage("alice", "recluster")
     # ... and a task that got past it (sent straight to the queue) fails with the same message.
     with pytest.raises(Exception, match="nightly dream for agent alice is running") as failure:
-        celery_app.send_task(str(TaskName.RUN_STAGE), kwargs={"stage": "recluster", "agent_id": "alice"}).get(
-            timeout=TIMEOUT
-        )
+        celery_app.send_task(stage_task("recluster"), kwargs={"agent_id": "alice"}).get(timeout=TIMEOUT)
     assert type(failure.value).__name__ == "Conflict"
     # A second nightly run of the same agent is refused too; another agent is not held up.
     with pytest.raises(Exception, match="nightly dream for agent alice is running"):
@@ -175,6 +189,12 @@ def test_the_nightly_fan_out_starts_a_chain_for_every_agent_with_narratives(
     assert topic_keywords(database, "bob") == {"garden", "compiler", "wedding"}
 
 
+def test_a_worker_registers_one_task_per_dream_stage_under_the_stages_name(celery_app: Any, celery_worker: Any) -> None:
+    registered = set(celery_app.tasks)
+    assert {f"tideline.dream.{s.name}" for s in STAGES} <= registered
+    assert {"tideline.dream.scan", "tideline.dream.recluster"} <= registered
+
+
 def test_beat_fans_out_the_nightly_dream_at_the_configured_time_and_zone_on_the_dream_queue() -> None:
     settings = Settings(dream_at="04:30", dream_timezone="Asia/Shanghai")
     schedule = beat_schedule(settings)
@@ -184,6 +204,7 @@ def test_beat_fans_out_the_nightly_dream_at_the_configured_time_and_zone_on_the_
         QUEUE_OF[name] is Queue.DREAM
         for name in (TaskName.NIGHTLY_ALL, TaskName.NIGHTLY, TaskName.RUN_STAGE, TaskName.RELEASE_LOCK)
     )
+    assert all(ROUTES[stage_task(s.name)] == {"queue": "dream"} for s in STAGES)
     app = create_app(settings)
     # The crontab is read in the dream's time zone: 04:30 in Shanghai, not in UTC.
     assert app.conf.timezone == "Asia/Shanghai" and app.conf.beat_schedule["nightly-dream"]["schedule"].tz is not None

@@ -170,6 +170,12 @@ def to_markdown(heat: Heatmap, *, max_rows: int = 25, max_deserts: int = 50) -> 
     lines = ["# Attention heatmap", "", f"{heat.total_hits} hits, {span}.", ""]
     for kind in heat.kinds:
         lines += [f"## {kind.kind.capitalize()} clusters", ""]
+        if not kind.rows and not kind.deserts:  # nothing to be lit, so no desert either
+            lines.append("No cluster of this kind yet: the dream's recluster stage builds them.")
+            if kind.unclustered_hits:
+                lines += ["", f"{kind.unclustered_hits} hits were on narratives in no cluster of this kind."]
+            lines.append("")
+            continue
         if kind.rows:
             lines += ["| cluster | hits | share | bar | mean sim | sources |", "|---|---:|---:|---|---:|---|"]
             for row in kind.rows[:max_rows]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
-
 if TYPE_CHECKING:
     from tideline_core.dream.clusters.soft import SoftClusters
     from tideline_core.dream.clusters.topics import TopicCluster
     from tideline_core.dream.entities.graph import EntityGraph
+    from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,12 @@ class OrganizeOps(ServiceParts):
         when = human(run.finished_at or run.started_at)
         return BUILT_EMPTY.format(stage=stage, when=when, what=FOUND_NONE[stage])
 
+    def agents_with_memories(self) -> dict[str, int]:
+        """Which agents this store holds memories for (narratives and turns): for the local user only,
+        never an MCP caller, who may see its own agent alone."""
+        with self.db.read() as conn:
+            return status.agents_with_memories(conn)
+
     def status(self, agent_id: str) -> StatusReport:
         """What the agent's memory holds, what is pending, and how the pipeline is doing."""
         with self.db.read() as conn:

@@ -46,6 +46,15 @@ def counts(conn: Connection, agent_id: str) -> AgentCounts:
     )
 
 
+def agents_with_memories(conn: Connection) -> dict[str, int]:
+    """Every agent holding narratives or context turns, with how many, the largest first."""
+    rows: dict[str, int] = {}
+    for table in (Narrative, ContextTurn):
+        for agent_id, n in conn.execute(select(table.agent_id, func.count()).group_by(table.agent_id)):
+            rows[str(agent_id)] = rows.get(str(agent_id), 0) + int(n)
+    return dict(sorted(rows.items(), key=lambda item: (-item[1], item[0])))
+
+
 def oldest_pending(conn: Connection, agent_id: str) -> datetime | None:
     """When the oldest row still waiting for its embedding was written; None when none waits.
 

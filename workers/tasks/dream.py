@@ -1,8 +1,8 @@
-"""Dream-queue tasks: the one task that runs any dream stage by name, the nightly chain, its fan-out and its lock.
+"""Dream-queue tasks: one task per dream stage (`tideline.dream.<stage>`), the nightly chain, its fan-out, its lock.
 
-The stages themselves are named in `tideline_core.dream.registry`. A stage triggered by hand is
-refused (Conflict) while the agent's nightly chain holds the lock; a stage of the chain carries the
-lock's token instead, and extends the lock as it starts.
+The stages themselves are named in `tideline_core.dream.registry`; a task is registered here for
+each. A stage triggered by hand is refused (Conflict) while the agent's nightly chain holds the
+lock; a stage of the chain carries the lock's token instead, and extends the lock as it starts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tideline_core.dream import nightly_stages
 from tideline_core.dream.runs import NIGHTLY, WHOLE_DREAM, day_of
 from tideline_core.errors import Conflict
 from workers import locks, pipelines
-from workers.queues import TaskName
+from workers.queues import STAGE_TASKS, TaskName
 from workers.resources import WorkerResources, resources_of
 from workers.tasks.ingest import RETRY
 
@@ -31,8 +31,7 @@ def _check_lock(resources: WorkerResources, agent_id: str, lock_token: str | Non
         raise Conflict(f"the nightly lock of agent {agent_id} is no longer held by this chain; stopping it here")
 
 
-@shared_task(bind=True, name=str(TaskName.RUN_STAGE), **RETRY)
-def run_stage(
+def _run_stage(
     self: Task,
     stage: str,
     agent_id: str,
@@ -55,6 +54,34 @@ def run_stage(
         run_key=run_key,
         dry_run=dry_run,
     )
+
+
+def _stage_task(stage: str) -> Task:
+    def run(self: Task, agent_id: str, lock_token: str | None = None, day: str | None = None,
+            run_key: str | None = None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
+        return _run_stage(self, stage, agent_id, lock_token, day, run_key, dry_run)
+
+    run.__name__ = run.__qualname__ = stage
+    run.__doc__ = f"The {stage} dream stage for the agent, recorded in dream_runs (a dry run records nothing)."
+    task: Task = shared_task(bind=True, name=STAGE_TASKS[stage], **RETRY)(run)
+    return task
+
+
+STAGE_TASK_OF: dict[str, Task] = {stage: _stage_task(stage) for stage in STAGE_TASKS}
+
+
+@shared_task(bind=True, name=str(TaskName.RUN_STAGE), **RETRY)
+def run_stage(
+    self: Task,
+    stage: str,
+    agent_id: str,
+    lock_token: str | None = None,
+    day: str | None = None,
+    run_key: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Any stage by name: a message an earlier release published before an upgrade still runs."""
+    return _run_stage(self, stage, agent_id, lock_token, day, run_key, dry_run)
 
 
 @shared_task(bind=True, name=str(TaskName.NIGHTLY))

@@ -75,9 +75,16 @@ def test_the_markdown_shows_tables_and_deserts_per_kind() -> None:
 
 
 def test_the_markdown_of_no_hits_says_so() -> None:
-    text = to_markdown(heatmap([], {}, {}))
+    text = to_markdown(heatmap([], TOPICS, {}))
     assert "0 hits, no hits." in text
     assert "No hits reached a cluster of this kind." in text
+
+
+def test_the_markdown_without_clusters_says_none_is_built_and_lists_no_deserts() -> None:
+    text = to_markdown(heatmap([hit(1)], {}, {}))
+    assert text.count("No cluster of this kind yet: the dream's recluster stage builds them.") == 2
+    assert "Attention deserts" not in text and "None: every cluster was lit" not in text
+    assert "1 hits were on narratives in no cluster of this kind." in text
 
 
 memberships = st.dictionaries(st.sampled_from(list("abcdef")), st.lists(st.integers(0, 15), max_size=6), max_size=6)

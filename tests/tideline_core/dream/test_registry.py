@@ -50,7 +50,7 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
     from tideline_core.settings import Settings
     from workers.app import create_app
     from workers.pipelines import nightly_chain
-    from workers.queues import TaskName
+    from workers.queues import TaskName, stage_task
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert {stage.name for stage in STAGES} <= set(commands)
@@ -59,8 +59,7 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
     assert all(f"- {stage.name}: {stage.summary}" in TRIGGER_DESCRIPTION for stage in STAGES)
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))
     chain = nightly_chain(app, "alice", "token", "2026-11-30")
-    run = [task for task in chain.tasks if task.task == str(TaskName.RUN_STAGE)]
-    assert [task.kwargs["stage"] for task in run] == [stage.name for stage in nightly_stages()]
+    assert [task.task for task in chain.tasks[:-1]] == [stage_task(stage.name) for stage in nightly_stages()]
     assert chain.tasks[-1].task == str(TaskName.RELEASE_LOCK)
     app.close()
 

@@ -14,6 +14,7 @@ from tideline_core.dream.plan import ReplaceEntityGraph
 from tideline_core.store.database import Database
 from tideline_core.store.schema import EntityEdge, EntityNode, Narrative
 from tideline_core.store.turns import speaker_roles
+from tideline_core.timeutil import iso
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class EdgeView:
 def _node(row: Row[Any]) -> NodeView:
     roles: dict[str, int] = dict(row.roles or {})
     usual = tuple(sorted(roles, key=lambda r: (-roles[r], r))[:3])
-    return NodeView(row.name, row.mentions, row.known, usual, row.first_seen.isoformat(), row.last_seen.isoformat())
+    return NodeView(row.name, row.mentions, row.known, usual, iso(row.first_seen), iso(row.last_seen))
 
 
 def read_graph(
