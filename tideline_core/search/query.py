@@ -27,9 +27,32 @@ class Line(Protocol):
     def is_self(self) -> bool: ...
 
 
+# The days of the week in English and Chinese: a day named in one language is the same day in the
+# other, a fact no embedding has to guess ("what do I do on Thursday?" of "周四晚上去游泳").
+WEEKDAYS: tuple[tuple[str, ...], ...] = (
+    ("monday", "周一", "星期一", "礼拜一"),
+    ("tuesday", "周二", "星期二", "礼拜二"),
+    ("wednesday", "周三", "星期三", "礼拜三"),
+    ("thursday", "周四", "星期四", "礼拜四"),
+    ("friday", "周五", "星期五", "礼拜五"),
+    ("saturday", "周六", "星期六", "礼拜六"),
+    ("sunday", "周日", "周天", "星期日", "星期天", "礼拜天", "礼拜日"),
+    ("weekend", "周末"),
+)
+_SAME_DAY = {name: names for names in WEEKDAYS for name in names}
+
+
+def same_day_terms(terms: Iterable[str]) -> set[str]:
+    """The other languages' names of each weekday among `terms` (analyzed terms), not those given."""
+    given = set(terms)
+    return {other for term in given for other in _SAME_DAY.get(term, ()) if other not in given}
+
+
 def question_terms(text: str) -> dict[str, float]:
-    """A one-line query: each analyzed term once, weight 1."""
-    return dict.fromkeys(analyze(text), 1.0)
+    """A one-line query: each analyzed term once, weight 1, and a weekday's names in the other language."""
+    terms = dict.fromkeys(analyze(text), 1.0)
+    terms.update(dict.fromkeys(sorted(same_day_terms(terms)), 1.0))
+    return terms
 
 
 def word_groups(texts: Iterable[str]) -> dict[str, str]:

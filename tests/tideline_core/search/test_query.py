@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tideline_core.inputs import ConversationLine
-from tideline_core.search.query import conversation_terms, conversation_texts, without_names
+from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.search.query import conversation_terms, conversation_texts, question_terms, without_names
 
 
 def line(speaker: str, text: str, is_self: bool = False) -> ConversationLine:
@@ -43,3 +44,16 @@ def test_a_chinese_name_is_taken_out_as_written_and_a_question_of_only_names_sta
     assert without_names("Caroline?", ["Caroline"]) == "Caroline?"
     assert without_names("Who is Caroline?", []) == "Who is Caroline?"
     assert without_names("A plan for B", ["A", "B"]) == "A plan for B"  # one-letter names are words too
+
+
+def test_a_weekday_named_in_english_finds_a_memory_that_names_it_in_chinese_and_the_reverse() -> None:
+    index = BM25Index()
+    index.add("swim", analyze("周四晚上去游泳，教练叫小林"))
+    index.add("sync", analyze("Alice moved the weekly team sync to Tuesday"))
+    index.add("guitar", analyze("Guitar lessons with Marco on Thursdays"))
+    assert [doc for doc, _ in index.score(question_terms("What do I do on Thursday night?"))] == ["guitar", "swim"]
+    assert [doc for doc, _ in index.score(question_terms("星期二有什么安排？"))] == ["sync"]
+
+
+def test_a_question_naming_no_weekday_gains_no_terms() -> None:
+    assert question_terms("where did Marco teach guitar") == dict.fromkeys(analyze("where did Marco teach guitar"), 1.0)
