@@ -234,6 +234,19 @@ def test_a_newcomer_writes_dreams_amends_and_reads_back_what_bears_on_the_moment
             assert not [n for n in dreamt_memories if n["gesture"].rstrip().endswith("?")], dreamt_memories
             assert "amazing" not in kept.lower(), dreamt_memories
 
+            # Words are whole words; a question in one language finds a memory written in the other.
+            found = await call(client, "memory_search", query="go", mode="keyword")
+            assert not [t for t in texts(found) if "goggles" in t], texts(found)
+            found = await call(client, "memory_search", query="what do I do on Thursday night?", kinds="narratives")
+            assert ids["swim"] in [h["id"] for h in found["hits"][:3]], texts(found)
+            found = await call(client, "memory_search", query="when do I go jogging?", kinds="narratives")
+            assert ids["run"] in [h["id"] for h in found["hits"][:3]], texts(found)
+
+            # The graph holds the people spoken of, never the speakers themselves nor pronouns.
+            graph = await call(client, "memory_graph")
+            names = {node["name"].lower() for node in graph["nodes"]}
+            assert not names & {"assistant", "user", "me", "i", "我", "你", "i'll", "i've"}, names
+
             # A correction wins at once (no waiting for the worker): found by its words, shown with the memory.
             await call(client, "memory_amend", narrative_id=ids["swim"], note="教练小林下个月换到周五晚上")
             found = await call(client, "memory_search", query="周五晚上", kinds="narratives", mode="keyword")
