@@ -11,8 +11,11 @@ from pathlib import Path
 from tideline_core.settings import Settings
 
 
-def start_worker(settings: Settings, queue: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
-    """`tideline worker QUEUE --concurrency 1` on the test's home, Redis and database; `env` adds settings."""
+def start_worker(
+    settings: Settings, queue: str, log: Path, *, concurrency: int = 1, hostname: str | None = None, **env: str
+) -> subprocess.Popen[bytes]:
+    """`tideline worker QUEUE --concurrency N` (1 unless told) on the test's home, Redis and database; `env` adds
+    settings. Workers started side by side on one queue need a `hostname` each (Celery's node name)."""
     base = {
         "TIDELINE_HOME": str(settings.home),
         "TIDELINE_REDIS_URL": settings.resolved_redis_url,
@@ -21,7 +24,10 @@ def start_worker(settings: Settings, queue: str, log: Path, **env: str) -> subpr
     }
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "tideline_cli", "worker", queue, "--concurrency", "1"],
+            [
+                *(sys.executable, "-m", "tideline_cli", "worker", queue, "--concurrency", str(concurrency)),
+                *(("--hostname", hostname) if hostname else ()),
+            ],
             env={**os.environ, **base, **env},
             stdout=out,
             stderr=subprocess.STDOUT,
