@@ -241,6 +241,9 @@ def test_a_newcomer_writes_dreams_amends_and_reads_back_what_bears_on_the_moment
             assert ids["swim"] in [h["id"] for h in found["hits"][:3]], texts(found)
             found = await call(client, "memory_search", query="when do I go jogging?", kinds="narratives")
             assert ids["run"] in [h["id"] for h in found["hits"][:3]], texts(found)
+            # A query that is not words at all recalls nothing into the per-turn block.
+            block = await call(client, "memory_prefetch", query="zxqv plorth wibble")
+            assert not [i for i in block["items"] if i["tier"] in ("T1", "T4")], block
 
             # The graph holds the people spoken of, never the speakers themselves nor pronouns.
             graph = await call(client, "memory_graph")

@@ -106,7 +106,7 @@ class ColdSearch(HybridSearch):
             if turns:
                 _speaker_signal(conn, agent_id, [params.query, *(x.text for x in lines)], signals, turns)
         scores, parts = combine(signals, weights=CONVERSATION_WEIGHTS if lines else QUESTION_WEIGHTS, floors=FLOORS)
-        evidence = evidence_of(signals, dense=False)
+        evidence = evidence_of(signals, dense=None)
         if neighbours:
             spread = spread_to_neighbours(scores, neighbours, gamma=GAMMA)
             for key, value in spread.items():

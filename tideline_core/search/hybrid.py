@@ -275,7 +275,7 @@ class HybridSearch:
         similarity = dict(signals.get("dense", {}))
         floors = self.reference.floors(vector) if vector is not None else None
         if floors is not None:
-            self._margins(agent_id, floors, signals)
+            self._margins(agent_id, floors.fusion, signals)
         now = utcnow()
         windows = [
             w
@@ -288,7 +288,7 @@ class HybridSearch:
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
         scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
-        evidence = evidence_of(signals, dense=floors is not None)
+        evidence = evidence_of(signals, dense=floors.bar if floors is not None else None)
         if "context" in kinds and mode != "dense":
             self._join(q, scores, parts)
         scores = self._spread(agent_id, scores, parts, params.limit, exclude, evidence)

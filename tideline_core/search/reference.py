@@ -11,12 +11,22 @@ or two (`MIN_LETTERS`) sits close to every query, nonsense most of all: it is ne
 
 In fusion the dense views are margins over the same floors (`hybrid`), so an English question meets
 Chinese rows on their own terms.
+
+A query that is not words at all ("zxqv plorth wibble") has a vector near the centre of everything,
+so the reference sentences spread little around it and its nearest rows can clear their floor by
+chance. Such a query also sits close to strings of nonsense (`NONSENSE`): a row is only evidence
+when its margin over its floor beats the margin the nearest nonsense string, in either script,
+reaches over its own floor. The bar is one margin for every script because babble in one script
+says little about gibberish in another, while margins are the scale rows of both scripts share.
+A real question's answer usually sits further above its floor than any nonsense string. The bar gates
+evidence only; fusion keeps the margins over the sentence floor.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -122,7 +132,30 @@ _HAN = (
     "嗯",
 )
 
+# Made-up words and babble, none of them a word of the language; only for the evidence bar.
+_LATIN_NONSENSE = (
+    "mrkl spoo dravnik",
+    "quibbit zonk fral",
+    "ptang vorsh yibble",
+    "snerk blaff oomp",
+    "gronk fubb zeetle",
+    "jxw qpv tlk",
+    "florp",
+    "wug tove brillig",
+)
+_HAN_NONSENSE = ("叽里咕噜哇啦", "嘀嗒嘣嚓咚", "啦啦啦", "呜哩哇啦咕", "嗯嗯啊啊", "咿呀咿呀")
+
 REFERENCES: Mapping[str, tuple[str, ...]] = {OTHER: _LATIN, HAN: _HAN}
+NONSENSE: Mapping[str, tuple[str, ...]] = {OTHER: _LATIN_NONSENSE, HAN: _HAN_NONSENSE}
+
+
+@dataclass(frozen=True)
+class Floors:
+    """Per script, the cosine a row's dense margin is taken over (`fusion`); the margin it must exceed to be
+    evidence (`bar`: how far the query's nearest nonsense string lies above its script's floor, if above)."""
+
+    fusion: dict[str, float]
+    bar: float
 
 
 def script_of(text: str) -> str:
@@ -143,28 +176,32 @@ class Reference:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self._vectors: dict[str, np.ndarray] | None = None
+        self._nonsense: dict[str, np.ndarray] | None = None
         self._lock = threading.Lock()
 
-    def floors(self, query: np.ndarray) -> dict[str, float] | None:
-        """Per script, the cosine a row must exceed to be dense evidence for `query`; None without the model."""
-        vectors = self._load()
-        if vectors is None:
+    def floors(self, query: np.ndarray) -> Floors | None:
+        """Per script, the floors (`Floors`) a row's cosine to `query` is held against; None without the model."""
+        loaded = self._load()
+        if loaded is None:
             return None
+        vectors, nonsense = loaded
         q = np.asarray(query, dtype=np.float32)
-        floors = {}
+        fusion, bar = {}, 0.0
         for script, matrix in vectors.items():
             cosines = matrix @ q
-            floors[script] = float(np.mean(cosines) + SPREADS * np.std(cosines))
-        return floors
+            fusion[script] = float(np.mean(cosines) + SPREADS * np.std(cosines))
+            bar = max(bar, float(np.max(nonsense[script] @ q)) - fusion[script])
+        return Floors(fusion=fusion, bar=bar)
 
-    def _load(self) -> dict[str, np.ndarray] | None:
+    def _load(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None:
         with self._lock:
-            if self._vectors is None:
+            if self._vectors is None or self._nonsense is None:
                 try:
-                    self._vectors = {
-                        script: np.asarray(self.embedder.passages(list(texts)), dtype=np.float32)
-                        for script, texts in REFERENCES.items()
-                    }
+                    self._vectors = self._embed(REFERENCES)
+                    self._nonsense = self._embed(NONSENSE)
                 except (EmbedderUnavailable, ConfigurationError):
                     return None
-            return self._vectors
+            return self._vectors, self._nonsense
+
+    def _embed(self, texts: Mapping[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
+        return {script: np.asarray(self.embedder.passages(list(t)), dtype=np.float32) for script, t in texts.items()}

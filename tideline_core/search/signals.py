@@ -63,14 +63,16 @@ EVIDENCE_ABOVE = {"kw": 0.0, "kw_ctx": 0.0, "dense": 0.0, "ctx": 0.0, "speaker":
 INSIDE_WINDOW = 1.0
 
 
-def evidence_of(signals: Mapping[str, Mapping[Hashable, float]], *, dense: bool) -> dict[Hashable, set[str]]:
-    """The signals each candidate matched on its own; `dense`: whether the dense views hold margins over the
-    reference floor (without one a cosine is no evidence)."""
+def evidence_of(signals: Mapping[str, Mapping[Hashable, float]], *, dense: float | None) -> dict[Hashable, set[str]]:
+    """The signals each candidate matched on its own; `dense`: when the dense views hold margins over the
+    reference floor, the margin a row must exceed (`reference.Floors.bar`); None: a cosine is no evidence."""
     found: dict[Hashable, set[str]] = {}
     for name, values in signals.items():
-        if name in ("dense", "ctx") and not dense:
+        if name in ("dense", "ctx") and dense is None:
             continue
         above = EVIDENCE_ABOVE.get(name)
+        if name in ("dense", "ctx") and above is not None and dense is not None:
+            above = max(above, dense)
         for key, value in values.items():
             if (above is not None and value > above) or (name == "time" and value >= INSIDE_WINDOW):
                 found.setdefault(key, set()).add(name)

@@ -26,14 +26,20 @@ def test_a_keyword_a_dense_margin_a_speaker_or_a_time_inside_the_window_is_evide
         "speaker": {("context", 2): 1.0},
         "time": {("context", 4): 1.0, ("narrative", 5): 0.4},
     }
-    found = evidence_of(signals, dense=True)
+    found = evidence_of(signals, dense=0.0)
     assert found == {
         ("context", 1): {"kw", "dense"},
         ("context", 2): {"speaker"},
         ("narrative", 3): {"dense"},
         ("context", 4): {"time"},
     }
-    assert ("narrative", 3) not in evidence_of(signals, dense=False)
+    assert ("narrative", 3) not in evidence_of(signals, dense=None)
+
+
+def test_a_dense_margin_is_no_evidence_below_the_bar_set_by_nonsense() -> None:
+    signals = {"dense": {("context", 1): 0.01, ("context", 2): 0.05}}
+    found = evidence_of(signals, dense=0.03)
+    assert found == {("context", 2): {"dense"}}
 
 
 def test_a_neighbour_lends_evidence_only_when_it_has_its_own() -> None:
