@@ -37,7 +37,7 @@ from harness import Sandbox, free_port, pct, sandbox, wait
 from inject import AGENT, load_average, load_knowledge, load_rows, machine, queries
 
 from tideline_core.compose import compose
-from tideline_core.dream.clusters import store as clusters
+from tideline_core.dream.recluster import store as clusters
 from tideline_core.service import NullJobQueue
 from tideline_core.timeutil import utcnow
 

@@ -52,7 +52,7 @@ from sqlalchemy import insert
 
 from tideline_core import scoring
 from tideline_core.compose import compose
-from tideline_core.dream.clusters import store as clusters
+from tideline_core.dream.recluster import store as clusters
 from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.inject.render import Block
 from tideline_core.inputs import InjectIn, PrefetchIn, ProfileIn, SearchIn, SelfConceptIn, SnapshotIn, ThreadIn

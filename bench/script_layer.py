@@ -30,14 +30,15 @@ import synthetic
 from sqlalchemy import insert
 
 from tideline_core.attention import heatmap, hits_since
-from tideline_core.dream import StageContext, nightly_stages, runs
-from tideline_core.dream.changes import apply_plan
-from tideline_core.dream.clusters import store as clusters
-from tideline_core.dream.entities import store as graph
+from tideline_core.dream import StageContext, nightly_stages
+from tideline_core.dream.graph import store as graph
 from tideline_core.dream.plan import AddSourceLink, Plan
+from tideline_core.dream.recluster import store as clusters
+from tideline_core.dream.refresh import store as weights
+from tideline_core.dream.runner import runs
+from tideline_core.dream.runner.changes import apply_plan
 from tideline_core.dream.scan import store as scan
 from tideline_core.dream.scan.scanner import to_markdown
-from tideline_core.dream.weights import store as weights
 from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob

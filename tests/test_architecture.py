@@ -32,11 +32,33 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    """Every module `path` imports, absolute, at any depth of the file."""
+MODULES = {module for module, _ in modules()}
+
+
+def _type_only(tree: ast.AST) -> set[int]:
+    """The nodes under `if TYPE_CHECKING:`: read by the type checker, never run."""
+    guarded = (
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If)
+        and (
+            (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+            or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+        )
+    )
+    return {id(inner) for node in guarded for stmt in node.body for inner in ast.walk(stmt)}
+
+
+def imports_of(path: Path, module: str, *, type_only: bool = True) -> set[str]:
+    """Every module `path` imports, absolute, at any depth of the file (with `type_only`, those the type checker
+    alone reads too)."""
     found: set[str] = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = set() if type_only else _type_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -44,13 +66,17 @@ def imports_of(path: Path, module: str) -> set[str]:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 found.add(".".join([*base, node.module] if node.module else base))
             elif node.module:
-                found.add(node.module)
-                # `from package import module` imports the module too.
-                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+                # `from package import module` imports the module; the package only when a name is not a module.
+                named = {f"{node.module}.{alias.name}" for alias in node.names}
+                found.update(named)
+                if not named <= MODULES:
+                    found.add(node.module)
     return found
 
 
 GRAPH = {module: imports_of(path, module) for module, path in modules()}
+# What runs: a circle the type checker alone follows is no import circle.
+RUNTIME = {module: imports_of(path, module, type_only=False) for module, path in modules()}
 
 
 def unit(module: str) -> str:
@@ -117,9 +143,42 @@ def importers(prefix: str, of: str) -> list[str]:
     )
 
 
+def children(package: str) -> dict[str, set[str]]:
+    """The import graph among `package`'s direct children (modules and subpackages, the package's own
+    `__init__` as `package`), each edge any import from a module at or below one child into another."""
+
+    def child(module: str) -> str | None:
+        if module == package:
+            return package
+        if not module.startswith(package + "."):
+            return None
+        return package + "." + module[len(package) + 1 :].split(".")[0]
+
+    out: dict[str, set[str]] = {}
+    for module, imported in RUNTIME.items():
+        source = child(module)
+        if source is None:
+            continue
+        for target in imported:
+            target_child = child(target) if target in RUNTIME else None
+            if target_child is not None and target_child != source:
+                out.setdefault(source, set()).add(target_child)
+    return out
+
+
+def packages() -> list[str]:
+    return sorted(module for module, path in modules() if path.name == "__init__.py")
+
+
 def test_no_package_and_no_subpackage_of_the_core_imports_one_that_imports_it_back() -> None:
     assert cycles(edges("package")) == []
     assert cycles(edges("unit")) == []
+
+
+@pytest.mark.parametrize("package", packages())
+def test_no_module_or_subpackage_inside_a_package_imports_one_that_imports_it_back(package: str) -> None:
+    # Function-level imports count: a late import hides a circle from Python, not from the design.
+    assert cycles(children(package)) == []
 
 
 def test_the_core_imports_no_task_queue_no_protocol_and_no_broker() -> None:
@@ -211,3 +270,15 @@ def test_every_benchmark_script_imports_what_exists(script: str) -> None:
                 assert hasattr(imported, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), (
                     f"{script}: {node.module}.{alias.name}"
                 )
+
+
+def test_every_dream_stage_is_a_folder_named_as_the_stage_whose_kernel_runs_no_sql() -> None:
+    from tideline_core.dream import STAGES
+
+    for stage in STAGES:
+        folder = f"tideline_core.dream.{stage.name}"
+        assert f"{folder}.stage" in GRAPH, f"{stage.name} has no {folder}.stage"
+        # The stage function reads through `store` and decides in the pure modules beside it.
+        kernels = [m for m in GRAPH if m.startswith(folder + ".") and m.rpartition(".")[2] not in ("stage", "store")]
+        for kernel in kernels:
+            assert importers(kernel, "sqlalchemy") == [] and importers(kernel, "tideline_core.store") == [], kernel

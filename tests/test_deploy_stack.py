@@ -34,7 +34,7 @@ from tideline_cli import health
 from tideline_cli.main import build_parser
 from tideline_cli.stack import Child, Supervisor
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import last_chain
+from tideline_core.dream.runner.runs import last_chain
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.status import counts

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from tideline_core.dream.registry import StageContext
+from tideline_core.dream.contract import StageContext
 from tideline_core.embedding import Embedder, HttpEmbedder, LocalE5Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError
 from tideline_core.inject.setup import InjectSetup

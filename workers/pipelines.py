@@ -16,7 +16,7 @@ from celery.canvas import Signature
 from celery.result import AsyncResult
 
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import NIGHTLY
+from tideline_core.dream.runner.runs import NIGHTLY
 from tideline_core.settings import Settings
 from workers.app import time_limits
 from workers.queues import TaskName, stage_task

@@ -12,9 +12,9 @@ from seeds import TOPICS, gesture, seed
 
 from mcp_server.app import create_server
 from tideline_core.attention.store import log_hits
-from tideline_core.dream.clusters.store import rebuild_soft_clusters, rebuild_topics
-from tideline_core.dream.entities.store import rebuild_entity_graph
-from tideline_core.dream.runs import recent_runs
+from tideline_core.dream.graph.store import rebuild_entity_graph
+from tideline_core.dream.recluster.store import rebuild_soft_clusters, rebuild_topics
+from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.embedding import LOCAL_MODEL, NoEmbedder
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

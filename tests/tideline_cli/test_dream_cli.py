@@ -12,7 +12,7 @@ from dream_helpers import checksums, dump, record_day
 
 from tideline_core.compose import compose
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import NIGHTLY
+from tideline_core.dream.runner.runs import NIGHTLY
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 

@@ -14,7 +14,7 @@ from cli_helpers import tideline
 from sqlalchemy import update
 from sqlalchemy.engine import make_url
 
-from tideline_core.dream.runs import NIGHTLY, fail_run, start_run
+from tideline_core.dream.runner.runs import NIGHTLY, fail_run, start_run
 from tideline_core.inputs import NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative

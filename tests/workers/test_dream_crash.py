@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from worker_processes import kill, start_worker, stop
 
 from tideline_core.compose import compose
-from tideline_core.dream.runs import recent_runs
+from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.embedding import NoEmbedder
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from tideline_core.compose import compose
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import DreamRunRecord, recent_runs
+from tideline_core.dream.runner.runs import DreamRunRecord, recent_runs
 from tideline_core.service import Service
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

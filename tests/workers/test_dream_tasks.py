@@ -13,8 +13,8 @@ from seeds import TOPICS, seed
 from sqlalchemy import func, select, update
 
 from tideline_core.dream import STAGES, nightly_stages
-from tideline_core.dream.clusters.store import rebuild_topics
-from tideline_core.dream.runs import DreamRunRecord, recent_runs, start_run
+from tideline_core.dream.recluster.store import rebuild_topics
+from tideline_core.dream.runner.runs import DreamRunRecord, recent_runs, start_run
 from tideline_core.errors import Conflict
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

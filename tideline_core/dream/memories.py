@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from tideline_core.dream.runs import last_done
+from tideline_core.dream.runner.runs import last_done
 from tideline_core.records import NarrativeRecord
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import Narrative

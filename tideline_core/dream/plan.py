@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tideline_core.dream.clusters.soft import SoftClusters
-    from tideline_core.dream.clusters.topics import TopicCluster
-    from tideline_core.dream.entities.graph import EntityGraph
+    from tideline_core.dream.graph.entities import EntityGraph
+    from tideline_core.dream.recluster.soft import SoftClusters
+    from tideline_core.dream.recluster.topics import TopicCluster
     from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
 
 

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tideline_core.dream.clusters.store import TopicSummary, read_topics
-from tideline_core.dream.entities.store import own_names
+from tideline_core.dream.graph.store import own_names
+from tideline_core.dream.recluster.store import TopicSummary, read_topics
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.records import (
     AmendmentNote,

@@ -24,8 +24,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from tideline_core.dream.clusters.store import TopicSummary
-from tideline_core.dream.entities.others import is_entity
+from tideline_core.dream.graph.others import is_entity
+from tideline_core.dream.recluster.store import TopicSummary
 from tideline_core.inject.budget import Candidate
 from tideline_core.inject.tokens import MARK
 from tideline_core.memory_text import amendment_mark, with_amendment

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import Connection
 
-from tideline_core.dream.registry import StageContext
+from tideline_core.dream.contract import StageContext
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import InvalidInput
 from tideline_core.inject.setup import InjectSetup

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tideline_core.dream.changes import RowChange, StoredChange
 from tideline_core.dream.registry import stage_named
-from tideline_core.dream.runs import (
+from tideline_core.dream.runner.changes import RowChange, StoredChange
+from tideline_core.dream.runner.runs import (
     NIGHTLY,
     DreamRunRecord,
     day_of,

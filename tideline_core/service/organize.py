@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from tideline_core.attention import Heatmap, heatmap, hits_since
-from tideline_core.dream.clusters import store as clusters
-from tideline_core.dream.entities import store as entities
-from tideline_core.dream.runs import last_chain, last_done, recent_runs
+from tideline_core.dream.graph import store as entities
+from tideline_core.dream.recluster import store as clusters
+from tideline_core.dream.runner.runs import last_chain, last_done, recent_runs
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from tideline_core import ingest
 from tideline_core.attention import log_hits
-from tideline_core.dream.runs import agents_with_narratives, expire_running
+from tideline_core.dream.runner.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
 from tideline_core.inputs import ContextTurnIn
 from tideline_core.search import pg_keywords

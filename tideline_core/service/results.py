@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from tideline_core.dream.clusters.soft import Route
-from tideline_core.dream.clusters.store import SoftClusterSummary
-from tideline_core.dream.entities.store import EdgeView, NodeView
-from tideline_core.dream.runs import DreamRunRecord
+from tideline_core.dream.graph.store import EdgeView, NodeView
+from tideline_core.dream.recluster.soft import Route
+from tideline_core.dream.recluster.store import SoftClusterSummary
+from tideline_core.dream.runner.runs import DreamRunRecord
 from tideline_core.records import AgentCounts
 from tideline_core.store.events import TaskEventRecord
 

@@ -13,7 +13,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from tideline_core.dream import nightly_stages
-from tideline_core.dream.runs import NIGHTLY, WHOLE_DREAM, day_of
+from tideline_core.dream.runner.runs import NIGHTLY, WHOLE_DREAM, day_of
 from tideline_core.errors import Conflict
 from workers import locks, pipelines
 from workers.queues import STAGE_TASKS, TaskName

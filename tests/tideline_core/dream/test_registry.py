@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tideline_core.dream import STAGES, StageContext, StageOutput, nightly_stages, stage_named
-from tideline_core.dream.registry import Stage
-from tideline_core.dream.runs import recent_runs, run_stage
+from tideline_core.dream.contract import Stage
+from tideline_core.dream.runner.runs import recent_runs, run_stage
 from tideline_core.errors import InvalidInput
 from tideline_core.store.database import Database
 

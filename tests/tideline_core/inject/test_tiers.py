@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tideline_core.dream.clusters.store import TopicSummary
+from tideline_core.dream.recluster.store import TopicSummary
 from tideline_core.inject.tiers import InjectRules, bridge, bridge_session, identity, memory_map, prefetch_pool, recall
 from tideline_core.inject.tokens import MARK
 from tideline_core.records import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from service_helpers import FakeQueue
 
-from tideline_core.dream.runs import recent_runs
+from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.errors import BrokerUnavailable, Conflict, InvalidInput
 from tideline_core.inputs import ContextTurnIn, NarrativeIn, RecallQuery, SearchIn
 from tideline_core.service import Service

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 
-from tideline_core.dream.runs import NIGHTLY, WHOLE_DREAM, fail_run, start_run
+from tideline_core.dream.runner.runs import NIGHTLY, WHOLE_DREAM, fail_run, start_run
 from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.schema import ContextTurn, DreamRun, Narrative

@@ -21,24 +21,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
-
 from tideline_core.dream.answers import DigestAnswer, SolidifyAnswer
+from tideline_core.dream.contract import StageContext, StageOutput
 from tideline_core.dream.plan import AddNarrative, Intent, MoveWatermark, Plan
-from tideline_core.dream.registry import StageContext, StageOutput
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
-from tideline_core.dream.scan.store import scan_agent, select_turn_rows
+from tideline_core.dream.scan.store import scan_agent
 from tideline_core.dream.solidify.extractive import digest_text, extract_digest, extract_memories, turn_centrality
+from tideline_core.dream.solidify.store import earlier_digests, session_turns, undigested_sessions
 from tideline_core.errors import BudgetExhausted, InvalidInput
 from tideline_core.inputs import MAX_GESTURE, MAX_LIST, NarrativeIn
 from tideline_core.store.embeddings import vectors_of
-from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource
 from tideline_core.timeutil import as_utc
 
 log = logging.getLogger(__name__)
 
-DIGEST = "digest"
-MAX_CATCH_UP = 20  # sessions left without a digest (a run's budget ran out) digested by the next run, at most
 MAX_DIGEST_TURNS = 200  # the newest turns of a long session a digest is written from
 TURN_CHARS = 2_000  # one turn's text as shown to the LLM
 
@@ -97,33 +93,6 @@ def solidify(ctx: StageContext, agent_id: str) -> StageOutput:
     if stopped:
         figures["stopped"] = stopped
     return StageOutput(figures, plan=Plan(tuple(intents)))
-
-
-def undigested_sessions(conn: Any, agent_id: str, watermark: int, limit: int = MAX_CATCH_UP) -> list[str]:
-    """Sessions solidified before (turns up to the watermark) whose newest such turn no current digest
-    links to: a run whose budget ran out after their chunks left them without one. The next run digests them."""
-    if watermark <= 0:
-        return []
-    newest = (
-        select(ContextTurn.session_id, func.max(ContextTurn.id).label("last"))
-        .where(ContextTurn.agent_id == agent_id, ContextTurn.id <= watermark)
-        .group_by(ContextTurn.session_id)
-        .subquery()
-    )
-    digested = (
-        select(NarrativeSource.context_id)
-        .join(Narrative, Narrative.id == NarrativeSource.narrative_id)
-        .where(
-            NarrativeSource.agent_id == agent_id,
-            Narrative.narrative_type == DIGEST,
-            Narrative.origin != "agent",  # a digest the agent wrote itself is its own memory, not the dream's
-            Narrative.superseded_by.is_(None),
-        )
-    )
-    rows = conn.execute(
-        select(newest.c.session_id).where(newest.c.last.not_in(digested)).order_by(newest.c.last.desc()).limit(limit)
-    )
-    return list(rows.scalars())
 
 
 def _watermark(fresh_ids: Sequence[int], handled: set[int], before: int) -> int:
@@ -205,17 +174,8 @@ def _turns_data(turns: Sequence[TurnRow]) -> list[dict[str, Any]]:
 
 def _digest(ctx: StageContext, agent_id: str, session_id: str) -> _Digested:
     with ctx.db.read() as conn:
-        rows = conn.execute(
-            select_turn_rows()
-            .where(ContextTurn.agent_id == agent_id, ContextTurn.session_id == session_id)
-            .order_by(ContextTurn.id.desc())
-            .limit(MAX_DIGEST_TURNS)
-        ).all()
-        turns = sorted(
-            (TurnRow(r.id, r.session_id, r.role, r.speaker, r.content, r.created_at) for r in rows),
-            key=lambda t: (as_utc(t.created_at), t.id),
-        )
-        earlier = _earlier_digests(conn, agent_id, [t.id for t in turns])
+        turns = session_turns(conn, agent_id, session_id, MAX_DIGEST_TURNS)
+        earlier = earlier_digests(conn, agent_id, [t.id for t in turns])
         vectors = vectors_of(conn, "context", [t.id for t in turns], ctx.embedder.model) if ctx.embedder else {}
     if not turns:
         return _Digested(session_id, ())
@@ -248,26 +208,6 @@ def _digest(ctx: StageContext, agent_id: str, session_id: str) -> _Digested:
     )
     digest = AddNarrative(data, origin=origin, links=tuple(t.id for t in turns), supersedes=tuple(earlier))
     return _Digested(session_id, (digest,))
-
-
-def _earlier_digests(conn: Any, agent_id: str, turn_ids: Sequence[int]) -> list[int]:
-    """The dream's digests of this session not yet superseded (found through the turns they link to)."""
-    if not turn_ids:
-        return []
-    linked = select(NarrativeSource.narrative_id).where(
-        NarrativeSource.agent_id == agent_id, NarrativeSource.context_id.in_(list(turn_ids)[:500])
-    )
-    return sorted(
-        conn.execute(
-            select(Narrative.id).where(
-                Narrative.agent_id == agent_id,
-                Narrative.narrative_type == DIGEST,
-                Narrative.origin != "agent",  # the agent's own digest is never superseded by the dream's
-                Narrative.superseded_by.is_(None),
-                Narrative.id.in_(linked),
-            )
-        ).scalars()
-    )
 
 
 def _digest_fields(answer: DigestAnswer, turns: Sequence[TurnRow]) -> tuple[str, str, str, str]:

@@ -1,3 +1,0 @@
-"""The recluster stage: topic clusters (jieba keywords) and soft clusters (k-means over the embeddings)."""
-
-__all__ = ["soft", "store", "topics"]

@@ -1,3 +1,0 @@
-"""The graph stage: who appears in the memories, in which roles, and with whom."""
-
-__all__ = ["graph", "store"]
