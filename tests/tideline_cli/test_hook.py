@@ -32,7 +32,8 @@ CLAUDE_SESSION = "7f3c2a9e-4b1d-4e8a-9c2f-1a2b3c4d5e6f"
 # What only the full path needs: none of it may load when a server answers.
 HEAVY = ("sqlalchemy", "numpy", "onnxruntime", "tideline_core", "pydantic", "celery", "jieba")
 # What the store opened here never needs: the model, HTTP clients, the server's frameworks, PostgreSQL's drivers.
-NOT_WITHOUT_A_SERVER = ("onnxruntime", "tokenizers", "httpx", "httpcore", "mcp", "starlette", "uvicorn", "asyncpg", "psycopg")
+MODEL_AND_CLIENTS = ("onnxruntime", "tokenizers", "httpx", "httpcore")
+NOT_WITHOUT_A_SERVER = (*MODEL_AND_CLIENTS, "mcp", "starlette", "uvicorn", "asyncpg", "psycopg")
 
 
 def event(name: str, **changes: Any) -> dict[str, Any]:
