@@ -17,7 +17,6 @@ from tideline_core.inject.tiers import InjectRules
 from tideline_core.llm import ChatLLM, llm_from_settings
 from tideline_core.search.cold import ColdSearch
 from tideline_core.search.hybrid import HybridSearch
-from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import pg_vectors
@@ -67,6 +66,8 @@ def compose(
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
     extracts = settings.dream_extracts_in_search
     if cold and db.dialect == "postgresql":
+        from tideline_core.search.pg_search import PostgresSearch
+
         searcher: HybridSearch = PostgresSearch(db, NoEmbedder(), extracts=extracts)
     elif cold:
         searcher = ColdSearch(db, extracts=extracts)
@@ -106,6 +107,8 @@ def searcher_for(
         with db.read() as conn:
             ready = pg_vectors.enabled(conn)
         if ready:
+            from tideline_core.search.pg_search import PostgresSearch  # only a PostgreSQL process loads it
+
             return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
         log.warning(
             "PostgreSQL without pgvector (no embeddings.vec column): search keeps in-memory indexes in this "

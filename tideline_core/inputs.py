@@ -69,7 +69,7 @@ def _no_nul(value: Any) -> Any:
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -31,6 +31,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLAUDE_SESSION = "7f3c2a9e-4b1d-4e8a-9c2f-1a2b3c4d5e6f"
 # What only the full path needs: none of it may load when a server answers.
 HEAVY = ("sqlalchemy", "numpy", "onnxruntime", "tideline_core", "pydantic", "celery", "jieba")
+# What the store opened here never needs: the model, HTTP clients, the server's frameworks, PostgreSQL's drivers.
+MODEL_AND_CLIENTS = ("onnxruntime", "tokenizers", "httpx", "httpcore")
+NOT_WITHOUT_A_SERVER = (*MODEL_AND_CLIENTS, "mcp", "starlette", "uvicorn", "asyncpg", "psycopg")
 
 
 def event(name: str, **changes: Any) -> dict[str, Any]:
@@ -55,6 +58,12 @@ def context_of(done: Any) -> str:
 def stored(database: Database) -> int:
     with database.read() as conn:
         return counts(conn, "alice").context_turns
+
+
+def imported(importtime: str) -> set[str]:
+    """The top-level packages a `python -X importtime` run's stderr says it imported."""
+    lines = (line.rpartition("|")[2].strip() for line in importtime.splitlines() if line.startswith("import time:"))
+    return {name.partition(".")[0] for name in lines}
 
 
 def log_lines(settings: Settings) -> list[str]:
@@ -138,6 +147,21 @@ def test_without_a_server_a_prompt_loads_no_broker_client_and_logs_what_it_showe
     with database.read() as conn:
         logged = conn.execute(select(AttentionHit.source).where(AttentionHit.agent_id == "alice")).scalars().all()
     assert logged == ["t1"]
+
+
+def test_without_a_server_blocks_and_recording_load_no_model_http_client_web_framework_or_postgres_driver(
+    hook_env: dict[str, str], database: Database, transcript: Path, remembered: None
+) -> None:
+    importtime = ("-X", "importtime")
+    start = hook(hook_env, event("claude_session_start"), flags=importtime)
+    turn = hook(hook_env, event("claude_user_prompt_submit"), flags=importtime)
+    stop = hook(hook_env, event("claude_stop", transcript_path=str(transcript)), flags=importtime)
+    assert "changes every Monday in winter" in json.loads(turn.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "I keep track of ferries" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert stored(database) == 5
+    for done in (start, turn, stop):
+        assert "tideline_core" in imported(done.stderr)  # the store was opened here, not by a server
+        assert not imported(done.stderr) & set(NOT_WITHOUT_A_SERVER)
 
 
 def test_stop_stores_the_transcript_once_and_then_only_what_it_gained(

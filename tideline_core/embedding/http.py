@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from tideline_core.embedding.base import normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class HttpEmbedder:
@@ -31,6 +33,8 @@ class HttpEmbedder:
         self._model_param = model
         self.model = model or url
         self.retries = retries
+        import httpx  # here, not above: a process that never embeds over HTTP (the hook) does not pay for it
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
@@ -58,6 +62,8 @@ class HttpEmbedder:
         return normalize(np.asarray(rows, dtype=np.float32).reshape(len(rows), -1))
 
     def _post(self, texts: Sequence[str], timeout: float | None, retries: int) -> np.ndarray:
+        import httpx
+
         last: Exception | None = None
         for attempt in range(retries):
             try:

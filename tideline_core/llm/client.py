@@ -19,13 +19,15 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import httpx
 import pydantic
 
 from tideline_core.errors import ConfigurationError, LLMOutputInvalid, LLMUnavailable
 from tideline_core.llm.budget import TokenBudget
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 
@@ -176,6 +178,8 @@ class HttpChatLLM:
         self.backoff_cap = backoff_cap
         # Some servers reject json_schema output; after the first such 400 this client asks for json_object.
         self.structured_output = True
+        import httpx  # here, not above: every process builds its LLM, few of them ask it anything
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
@@ -263,6 +267,8 @@ class HttpChatLLM:
 
         LLMUnavailable after the last attempt.
         """
+        import httpx
+
         last = ""
         for attempt in range(self.max_attempts):
             started = time.monotonic()

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Connection, delete, func, insert, literal, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.memory_text import narrative_passage, turn_text
@@ -24,6 +24,9 @@ from tideline_core.store.catchup import IdCursor, ids_after
 from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative, extract_of
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects.postgresql import Insert as PgInsert
 
 KINDS = ("narrative", "context")
 VIEWS = ("base", "ctx")
@@ -78,7 +81,7 @@ def _take_claims(conn: Connection, kind: str, ids: Sequence[int], *, token: str,
     any claim being written at the same moment and then sees it, so each row goes to exactly one run.
     """
     owners = dict(conn.execute(select(_TABLE[kind].id, _TABLE[kind].agent_id).where(_TABLE[kind].id.in_(ids))).all())
-    upsert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    upsert = _pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     statement = upsert(EmbeddingClaim).values(
         [{"kind": kind, "row_id": i, "agent_id": owners[i], "token": token, "claimed_at": now} for i in ids]
     )
@@ -214,7 +217,7 @@ def save_embeddings(
     if pg_vectors.enabled(conn):  # PostgreSQL with pgvector: the search copy of each vector goes in with it
         pg_vectors.upsert_rows(conn, values, matrix)
     elif postgres:
-        statement = pg_insert(Embedding)
+        statement = _pg_insert(Embedding)
         conn.execute(
             statement.on_conflict_do_update(
                 constraint="uq_embeddings_kind_row_view",
@@ -318,3 +321,10 @@ def vectors_of(
         ):
             out[row_id] = np.frombuffer(blob, dtype=np.float32, count=dim)
     return out
+
+
+def _pg_insert(table: type[Embedding] | type[EmbeddingClaim]) -> PgInsert:
+    """PostgreSQL's INSERT, its dialect imported only by a process that writes to PostgreSQL."""
+    from sqlalchemy.dialects.postgresql import insert
+
+    return insert(table)
