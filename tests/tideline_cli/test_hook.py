@@ -20,7 +20,7 @@ from tideline_cli import hook as thin
 from tideline_core import hooks as core
 from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import NarrativeIn
+from tideline_core.inputs import AmendmentIn, NarrativeIn, RecallQuery
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database
@@ -297,3 +297,16 @@ def test_turns_a_stop_stored_are_embedded_by_the_ingest_worker(
         return mine.context_turns == 5 and mine.pending_context == 0
 
     wait_until(embedded, timeout=180, message="the worker to embed the turns the hook stored")
+
+
+def test_a_memorys_latest_amendment_reaches_the_prompt_block_with_or_without_a_server(
+    hook_env: dict[str, str], server_env: dict[str, str], settings: Settings, database: Database, remembered: None
+) -> None:
+    service = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder(), database=database)
+    ferry = service.recall("alice", RecallQuery())[0].id
+    service.amend("alice", AmendmentIn(narrative_id=ferry, note="From March the Monday ferry leaves at 7"))
+    # The store opened here, then the server answering; each a session of its own (a session is shown a memory once).
+    for session, env in (("s-local", hook_env), ("s-server", server_env)):
+        block = context_of(hook(env, event("claude_user_prompt_submit", session_id=session)))
+        line = next(line for line in block.splitlines() if "changes every Monday in winter" in line)
+        assert "amended" in line and "From March the Monday ferry leaves at 7" in line, block

@@ -21,6 +21,10 @@ from hermes_standin import PREFETCH_TIMEOUT, MemoryManager, load_from_entry_poin
 from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
+from tideline_core.compose import compose
+from tideline_core.embedding import NoEmbedder
+from tideline_core.inputs import AmendmentIn, NarrativeIn
+from tideline_core.service import NullJobQueue
 from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Narrative
@@ -362,3 +366,17 @@ def test_the_readme_documents_every_hook_and_tool_of_the_hermes_provider() -> No
     names = [*(name for name in vars(Documented) if not name.startswith("_")), "hermes_agent.memory_providers"]
     tools = [schema["name"] for schema in TidelineMemoryProvider().get_tool_schemas()]
     assert [name for name in [*names, *tools, "install_plugin_dir"] if f"`{name}" not in section] == []
+
+
+def test_a_memorys_latest_amendment_is_shown_with_it_in_the_turns_recall(
+    hermes_home: Path, settings: Settings, database: Database
+) -> None:
+    service = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder(), database=database)
+    [written] = service.write_narratives("coder", [NarrativeIn(gesture="The ferry timetable changes every Monday")])
+    service.amend("coder", AmendmentIn(narrative_id=written.id, note="from March the Monday ferry leaves at 7"))
+    hermes = MemoryManager(load_from_entry_point("tideline"))
+    assert hermes.start("s1", **hermes_kwargs(hermes_home))
+    seen, _ = hermes.turn(1, "When does the ferry timetable change?", "Let me check.", [])
+    hermes.shutdown()
+    line = next(line for line in seen.splitlines() if "changes every Monday" in line)
+    assert "amended" in line and "from March the Monday ferry leaves at 7" in line, seen
