@@ -126,12 +126,13 @@ class SnapshotRecord:
 
 @dataclass(frozen=True)
 class PendingRow:
-    """A narrative or context turn waiting for its embedding."""
+    """A narrative or context turn waiting for its embedding (`seen`: a narrative's last change when read)."""
 
     kind: str
     id: int
     agent_id: str
     text: str
+    seen: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from sqlalchemy import func, select, update
 from tideline_core.embedding import normalize
 from tideline_core.errors import EmbedderUnavailable
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import NarrativeIn
+from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import CLAIM_LEASE, claim_pending
-from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.narratives import amend, insert_narrative
 from tideline_core.store.schema import Embedding, EmbeddingClaim, Narrative
 from tideline_core.timeutil import utcnow
 
@@ -196,3 +196,30 @@ def test_a_run_out_of_time_claims_no_further_batch_and_reports_the_rest_as_still
 
     rest = embed_pending(db, CountingEmbedder(), agent_id="alice", batch_size=2, max_batches=100)
     assert report.embedded + rest.embedded == len(ids) and not rest.remaining
+
+
+class AmendingEmbedder(CountingEmbedder):
+    """Amends the narrative while its old text is being embedded, as a user's correction may land mid-run."""
+
+    def __init__(self, db: Database, narrative_id: int) -> None:
+        super().__init__(delay=0)
+        self.db, self.narrative_id, self.amended = db, narrative_id, False
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.amended:
+            self.amended = True
+            with self.db.write() as conn:
+                amend(conn, "alice", AmendmentIn(narrative_id=self.narrative_id, note="moved to Friday evenings"))
+        return super().passages(texts)
+
+
+def test_an_amendment_made_while_the_old_text_is_embedded_is_embedded_too(db: Database) -> None:
+    [swim] = write_narratives(db, "alice", 1)
+    embedder = AmendingEmbedder(db, swim)
+    report = embed_pending(db, embedder, agent_id="alice")
+    assert report.embedded == 2 and not report.remaining, "the out-of-date vector did not mark the row done"
+    assert "moved to Friday evenings" not in embedder.texts[0] and "moved to Friday evenings" in embedder.texts[1]
+    with db.read() as conn:
+        state = conn.execute(select(Narrative.embedding_state).where(Narrative.id == swim)).scalar_one()
+        vectors = conn.execute(select(func.count()).select_from(Embedding).where(Embedding.row_id == swim))
+        assert state == "done" and vectors.scalar_one() == 1

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.memory_text import narrative_passage, turn_text
@@ -131,12 +131,16 @@ def _texts(conn: Connection, kind: str, ids: Sequence[int]) -> list[PendingRow]:
             .order_by(ContextTurn.id)
         ).all()
         return [PendingRow("context", r.id, r.agent_id, turn_text(r.speaker, r.content)) for r in found]
-    owners = dict(conn.execute(select(Narrative.id, Narrative.agent_id).where(Narrative.id.in_(list(ids)))).all())
+    narratives = conn.execute(
+        select(Narrative.id, Narrative.agent_id, Narrative.updated_at).where(Narrative.id.in_(list(ids)))
+    ).all()
+    owners = {r.id: r.agent_id for r in narratives}
+    changed = {r.id: r.updated_at for r in narratives}
     by_agent: dict[str, list[int]] = {}
     for row_id in ids:
         by_agent.setdefault(owners[row_id], []).append(row_id)
     result = [
-        PendingRow("narrative", record.id, agent, narrative_passage(record, record.amendments))
+        PendingRow("narrative", record.id, agent, narrative_passage(record, record.amendments), changed[record.id])
         for agent, agent_ids in by_agent.items()
         for record in load_narratives(conn, agent, agent_ids).values()
     ]
@@ -184,7 +188,9 @@ def save_embeddings(
     the rows done. Idempotent.
 
     Pass `mark_done=False` for all but the last view saved in one transaction, so a row is done
-    only once every view of it is stored.
+    only once every view of it is stored. A narrative changed since its text was read (`seen`: amended
+    while its old text was being embedded) stays pending, so its new text is embedded too; the
+    condition is on the row itself, which PostgreSQL checks again after waiting on the amendment's lock.
     """
     if not rows:
         return 0
@@ -234,7 +240,17 @@ def save_embeddings(
         conn.execute(insert(Embedding), values)
     if mark_done:
         table = _TABLE[kind]
-        conn.execute(update(table).where(table.id.in_(ids)).values(embedding_state="done"))
+        unseen = [r.id for r in rows if r.seen is None]
+        if unseen:
+            conn.execute(update(table).where(table.id.in_(unseen)).values(embedding_state="done"))
+        seen = [{"row": r.id, "seen": r.seen} for r in rows if r.seen is not None]
+        if seen:
+            conn.execute(
+                update(Narrative)
+                .where(Narrative.id == bindparam("row"), Narrative.updated_at == bindparam("seen"))
+                .values(embedding_state="done"),
+                seen,
+            )
         conn.execute(delete(EmbeddingClaim).where(EmbeddingClaim.kind == kind, EmbeddingClaim.row_id.in_(ids)))
     return len(ids)
 
