@@ -7,8 +7,18 @@ import sys
 import time
 import warnings
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, insert, select, text, update
 from sqlalchemy.exc import SAWarning
+
+from tideline_core.compose import compose
+from tideline_core.embedding import NoEmbedder
+from tideline_core.inputs import NarrativeIn, SearchIn
+from tideline_core.service import NullJobQueue
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+from tideline_core.store.narratives import insert_narrative
+from tideline_core.store.schema import Amendment, Narrative
+from tideline_core.timeutil import utcnow
 
 PROCESSES = 8
 # Each process waits for the same moment, then opens (and so migrates) the database.
@@ -108,3 +118,22 @@ def test_a_store_at_the_newest_revision_opens_without_alembic(empty_store_url: s
 
     assert [alembic_loaded(), alembic_loaded()] == ["True", "False"]  # the new store is migrated, then only read
     assert len(versions(empty_store_url)) == 1
+
+
+def test_memories_amended_before_the_upgrade_are_found_by_their_notes_and_embedded_again(
+    settings: Settings, database: Database
+) -> None:
+    with database.write() as conn:  # as an older release stored an amendment: the note in no index
+        swim = insert_narrative(conn, "alice", NarrativeIn(gesture="Swimming on Thursday evenings")).id
+        conn.execute(
+            insert(Amendment).values(narrative_id=swim, agent_id="alice", note="moved to Friday", created_at=utcnow())
+        )
+        conn.execute(update(Narrative).where(Narrative.id == swim).values(embedding_state="done"))
+        conn.execute(text("UPDATE alembic_version SET version_num = '0007'"))
+    Database.open(settings.resolved_database_url).close()  # the upgrade
+
+    service = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder(), database=database)
+    found = service.search("alice", SearchIn(query="Friday", mode="keyword", kinds="narratives"))
+    assert [hit.id for hit in found.hits] == [swim]
+    with database.read() as conn:
+        assert conn.execute(select(Narrative.embedding_state).where(Narrative.id == swim)).scalar_one() == "pending"
