@@ -1,4 +1,5 @@
-"""Memories amended before amendments were part of their text: indexed again with their notes, embedded again
+"""Memories amended before amendments were part of their text: embedded again with their notes, and on SQLite
+indexed again by keyword
 
 Revision ID: 0008
 Revises: 0007
@@ -15,10 +16,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # The write path does this for each amendment from now on (`store.narratives.amend`); here, once, for
-    # the memories amended before it did: their notes searchable by keyword, and by meaning once re-embedded.
+    # The write path does this for each amendment from now on; here, once, for the memories amended before it
+    # did: their notes searchable by meaning once re-embedded, and by keyword in SQLite's full-text index.
+    # PostgreSQL's keyword rows belong to the searcher, above the store, which a migration does not reach.
     from tideline_core.memory_text import narrative_search_text
-    from tideline_core.search import pg_keywords
     from tideline_core.store import fts
     from tideline_core.store.narratives import load_narratives
 
@@ -37,7 +38,6 @@ def upgrade() -> None:
         fts.reindex(
             conn, "narrative", [(r.id, agent_id, narrative_search_text(r, r.amendments)) for r in records.values()]
         )
-        pg_keywords.index_again(conn, ids)
         conn.execute(
             sa.text("UPDATE narratives SET embedding_state = 'pending' WHERE id IN :ids").bindparams(
                 sa.bindparam("ids", expanding=True)
