@@ -34,6 +34,12 @@ HEAVY = ("sqlalchemy", "numpy", "onnxruntime", "tideline_core", "pydantic", "cel
 # What the store opened here never needs: the model, HTTP clients, the server's frameworks, PostgreSQL's drivers.
 MODEL_AND_CLIENTS = ("onnxruntime", "tokenizers", "httpx", "httpcore")
 NOT_WITHOUT_A_SERVER = (*MODEL_AND_CLIENTS, "mcp", "starlette", "uvicorn", "asyncpg", "psycopg")
+# What a per-turn block never needs: PostgreSQL's dialect on a SQLite store, the schemas of the dream's LLM answers.
+NOT_FOR_A_PROMPT_ON_SQLITE = (
+    "sqlalchemy.dialects.postgresql",
+    "tideline_core.dream.asking",
+    "tideline_core.dream.answers",
+)
 
 
 def event(name: str, **changes: Any) -> dict[str, Any]:
@@ -62,8 +68,13 @@ def stored(database: Database) -> int:
 
 def imported(importtime: str) -> set[str]:
     """The top-level packages a `python -X importtime` run's stderr says it imported."""
+    return {name.partition(".")[0] for name in modules(importtime)}
+
+
+def modules(importtime: str) -> set[str]:
+    """Every module a `python -X importtime` run's stderr says it imported."""
     lines = (line.rpartition("|")[2].strip() for line in importtime.splitlines() if line.startswith("import time:"))
-    return {name.partition(".")[0] for name in lines}
+    return set(lines)
 
 
 def log_lines(settings: Settings) -> list[str]:
@@ -164,6 +175,8 @@ def test_without_a_server_blocks_and_recording_load_no_model_http_client_web_fra
     for done in (start, turn, stop):
         assert "tideline_core" in imported(done.stderr)  # the store was opened here, not by a server
         assert not imported(done.stderr) & never, imported(done.stderr) & never
+    if database.dialect == "sqlite":
+        assert not modules(turn.stderr) & set(NOT_FOR_A_PROMPT_ON_SQLITE), modules(turn.stderr)
 
 
 def test_stop_stores_the_transcript_once_and_then_only_what_it_gained(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, delete, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from tideline_core.dream.graph.store import own_names
-from tideline_core.dream.recluster.store import TopicSummary, read_topics
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.records import (
     AmendmentNote,
@@ -26,6 +26,9 @@ from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives, turn_corrections
 from tideline_core.store.schema import Amendment, ContextTurn, Injection, Narrative, NarrativeSource
 from tideline_core.store.turns import load_turns
+
+if TYPE_CHECKING:
+    from tideline_core.dream.recluster.store import TopicSummary
 
 MAX_BRIDGE_DAY_TURNS = 5_000  # turns of the most recent day looked at to choose the session
 KEEP_INJECTIONS = timedelta(days=30)
@@ -47,6 +50,8 @@ class SessionSources:
 
 def session_sources(conn: Connection, agent_id: str, since: datetime, rules: InjectRules) -> SessionSources:
     """Everything the session-start tiers choose from, in one read transaction."""
+    from tideline_core.dream.recluster.store import read_topics  # the clustering's numpy: not for a per-turn block
+
     snapshots = profiles.read_snapshots(conn, agent_id, limit=1)
     threads = [
         t
@@ -169,7 +174,12 @@ def remember_shown(
         for (kind, row_id), tier in sorted(first_tier.items())
     ]
     # Two server processes may show a session the same row at once: the second insert only moves the time.
-    statement = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(Injection)
+    insert: Any = sqlite.insert
+    if conn.dialect.name == "postgresql":  # only a process on PostgreSQL loads its dialect's module
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        insert = pg_insert
+    statement = insert(Injection)
     keys = [Injection.agent_id, Injection.session_id, Injection.kind, Injection.row_id]
     conn.execute(
         statement.on_conflict_do_update(index_elements=keys, set_={"injected_at": statement.excluded.injected_at}),

@@ -23,9 +23,9 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from tideline_core.dream.graph.others import is_entity
-from tideline_core.dream.recluster.store import TopicSummary
 from tideline_core.inject.budget import Candidate
 from tideline_core.inject.tokens import MARK
 from tideline_core.memory_text import amendment_mark, with_amendment
@@ -38,7 +38,10 @@ from tideline_core.records import (
     SnapshotRecord,
     ThreadRecord,
 )
-from tideline_core.search.hybrid import SearchHit
+
+if TYPE_CHECKING:  # types only: a block's rules load neither the searcher nor the clustering
+    from tideline_core.dream.recluster.store import TopicSummary
+    from tideline_core.search.hybrid import SearchHit
 
 OPEN_STATUSES = ("open", "exploring")
 SELF_CONCEPT_VALUE = {"fact": 0, "terrain": 2, "reflection": 3}

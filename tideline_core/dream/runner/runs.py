@@ -16,10 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from tideline_core.dream.asking import StageLLM
 from tideline_core.dream.contract import Stage, StageContext, StageOutput
 from tideline_core.dream.runner.changes import (
     REBUILD,
@@ -86,7 +84,11 @@ def day_of(when: datetime | None = None) -> str:
 
 
 def _upsert(conn: Connection, agent_id: str, day: str, stage: str, run_key: str, values: dict[str, Any]) -> None:
-    dialect_insert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
+    dialect_insert: Any = sqlite_insert
+    if conn.dialect.name != "sqlite":  # only a process on PostgreSQL loads its dialect's module
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        dialect_insert = pg_insert
     statement = dialect_insert(DreamRun).values(agent_id=agent_id, day=day, stage=stage, run_key=run_key, **values)
     conn.execute(statement.on_conflict_do_update(index_elements=["agent_id", "day", "stage", "run_key"], set_=values))
 
@@ -334,6 +336,8 @@ def per_run(ctx: StageContext, day: str, spent_today: int) -> StageContext:
     """The context of one run: its day, and the LLM with a fresh token budget for it (what is left of today's)."""
     if ctx.llm is None:
         return dataclasses.replace(ctx, day=day, ask=None)
+    from tideline_core.dream.asking import StageLLM  # the answer schemas: loaded by a process that runs a stage
+
     budget = TokenBudget(run_limit=ctx.llm_run_tokens, day_limit=ctx.llm_day_tokens, day_spent_before=spent_today)
     return dataclasses.replace(ctx, day=day, ask=StageLLM(ctx.llm, budget))
 
