@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import Celery, Task
+from celery import Celery, Task, states
 from celery.signals import task_failure, task_received, task_retry, worker_process_init, worker_ready, worker_shutdown
 from sqlalchemy.exc import SQLAlchemyError
 
 from tideline_core.errors import TidelineError
 from tideline_core.settings import Settings
-from workers.liveness import Restore
+from workers.liveness import Finished, HeldTask, Resend
 from workers.queues import ROUTES, Queue, TaskName
 from workers.resources import all_resources, attach, resources_of
 from workers.schedule import beat_schedule
@@ -113,24 +113,54 @@ def _fresh_resources_in_child(**_: Any) -> None:
         resources.forget_after_fork()
 
 
-def give_back(app: Celery) -> Restore:
-    """Put an unacked task message (by delivery tag) back on its queue, through kombu's own restore."""
+def give_back(app: Celery) -> Resend:
+    """Send a task a dead worker held again, under its own id and with what followed it in its chain."""
 
-    def restore(delivery_tag: str) -> None:
-        with app.connection_for_write() as connection:
-            connection.default_channel.qos.restore_by_tag(delivery_tag)
+    def resend(task: HeldTask) -> None:
+        options = task.options
+        app.send_task(
+            task.name,
+            args=task.args,
+            kwargs=task.kwargs,
+            task_id=task.id,
+            chain=options.get("chain"),
+            link=options.get("callbacks"),
+            link_error=options.get("errbacks"),
+            root_id=options.get("root_id"),
+            parent_id=options.get("parent_id"),
+        )
 
-    return restore
+    return resend
+
+
+def finished(app: Celery) -> Finished:
+    """Whether a task has finished, from the result backend (every task here stores its result)."""
+
+    def done(task_id: str) -> bool:
+        return str(app.backend.get_task_meta(task_id).get("status")) in states.READY_STATES
+
+    return done
+
+
+# What a task message carries beyond its arguments that a task sent again must carry too.
+_CARRIED = ("chain", "callbacks", "errbacks", "root_id", "parent_id")
+
+
+def held_task(request: Any) -> HeldTask:
+    """A received task (Celery's worker request) as the record a heartbeat keeps."""
+    carried = request.request_dict
+    options = {name: carried[name] for name in _CARRIED if carried.get(name)}
+    return HeldTask(str(request.id), str(request.name), list(request.args), dict(request.kwargs), options)
 
 
 @worker_ready.connect
 def _start_heartbeat(sender: Any = None, **_: Any) -> None:
-    """Announce this worker, and give back at once what workers that died before it still held."""
+    """Announce this worker, and send again at once what workers that died before it still held."""
     app = getattr(sender, "app", None)
     if app is None:
         return
     queues = sorted(queue.name for queue in sender.task_consumer.queues)
-    resources_of(app).start_heartbeat(sender.hostname, queues, give_back(app))
+    resources_of(app).start_heartbeat(sender.hostname, queues, give_back(app), finished(app))
 
 
 @task_received.connect
@@ -139,7 +169,7 @@ def _hold(sender: Any = None, request: Any = None, **_: Any) -> None:
         return
     heartbeat = resources_of(sender.app).heartbeat
     if heartbeat is not None:
-        heartbeat.hold(str(request.message.delivery_tag))
+        heartbeat.hold(held_task(request))
 
 
 @worker_shutdown.connect

@@ -14,7 +14,7 @@ from tideline_core.errors import ConfigurationError
 from tideline_core.service import Service
 from tideline_core.settings import Settings
 from workers.jobqueue import CeleryJobQueue
-from workers.liveness import Heartbeat, Restore, sweep
+from workers.liveness import Finished, Heartbeat, Resend, sweep
 from workers.locks import redis_client_url
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,13 @@ class WorkerResources:
         self._redis: redis.Redis | None = None
         self.heartbeat: Heartbeat | None = None
 
-    def start_heartbeat(self, hostname: str, queues: list[str], restore: Restore) -> None:
-        """Beat for this worker process (the consumer), after giving back what dead workers held."""
+    def start_heartbeat(self, hostname: str, queues: list[str], resend: Resend, finished: Finished) -> None:
+        """Beat for this worker process (the consumer), then send again what dead workers held."""
         span = self.settings.worker_liveness_seconds
-        sweep(self.redis, restore, span)
-        self.heartbeat = Heartbeat(self.redis, hostname, queues, restore, span)
+        # Alive before the first sweep: a task this worker already recorded is never taken for an orphan.
+        self.heartbeat = Heartbeat(self.redis, hostname, queues, resend, span, finished)
         self.heartbeat.start()
+        sweep(self.redis, resend, span)
 
     def stop_heartbeat(self) -> None:
         if self.heartbeat is not None:

@@ -20,8 +20,10 @@ from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative, TaskEvent
-from workers.liveness import UNACKED_INDEX
 from workers.queues import Queue
+
+# kombu's Redis transport keeps delivered, not yet acked messages here; read only to know the broker is quiet.
+UNACKED_INDEX = "unacked_index"
 
 NARRATIVES = 500
 PER_WRITE = 4  # narratives per write: rows come faster than they are embedded, so the runs meet over a backlog
