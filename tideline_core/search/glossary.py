@@ -112,10 +112,11 @@ def crossing_terms(
     never loads the dictionary.
     """
     given = list(dict.fromkeys(terms))
-    table = source() if given else None
+    if not given:
+        return []
+    table = source()
     found: list[str] = []
     for term in given:
-        assert table is not None
         others = table.to_english.get(term, ()) if has_cjk(term) else table.to_chinese.get(term, ())
         found.extend(o for o in others if o not in given and o not in found and known(o))
     return found

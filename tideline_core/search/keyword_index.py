@@ -63,9 +63,9 @@ class _Shard:
 
     def note_scripts(self, tokens: Iterable[str]) -> None:
         if len(self.scripts) < 2:
-            for token in tokens:
-                self.scripts.add("han" if has_cjk(token) else "latin" if token.isascii() and token.isalpha() else "")
-            self.scripts.discard("")
+            self.scripts.update(
+                "han" if has_cjk(t) else "latin" for t in tokens if has_cjk(t) or (t.isascii() and t.isalpha())
+            )
 
     def bilingual(self) -> bool:
         """Whether the indexed text holds words of both Chinese and Latin script (then a question may cross)."""
