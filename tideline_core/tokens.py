@@ -16,6 +16,10 @@ jieba.setLogLevel(logging.WARNING)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:['’][A-Za-z]+)?")
 _LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
+# A word the user ends with `*` asks for every word it begins ("swim*": swim, swimming, swimmer).
+PREFIX = "*"
+_ASKED_PREFIX = re.compile(r"(?<![\w*])([0-9A-Za-z\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)\*")
+MIN_LATIN_PREFIX = 2
 
 ENGLISH_STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have having he her
@@ -102,16 +106,50 @@ def index_text(*parts: str) -> str:
     return " ".join(token for part in parts if part for token in segment(part, for_index=True))
 
 
+def asked_prefixes(text: str) -> tuple[list[str], str]:
+    """The prefixes a query asks for (its words written with a trailing `*`, lower-cased), and the rest of it.
+
+    A prefix is only what a user asks for: a plain word matches itself and its stem, never the longer
+    words it begins. One Latin letter (`a*`) begins too many words to mean anything and stays a word.
+    """
+    asked: dict[str, None] = {}
+
+    def take(match: re.Match[str]) -> str:
+        word = match.group(1).lower()
+        if not has_cjk(word) and len(word) < MIN_LATIN_PREFIX:
+            return word
+        asked.setdefault(word, None)
+        return " "
+
+    rest = _ASKED_PREFIX.sub(take, text)
+    return list(asked), rest
+
+
+def is_prefix(term: str) -> bool:
+    """Whether a query term is a prefix the user asked for (`asked_prefixes`), marked by its trailing `*`."""
+    return term.endswith(PREFIX)
+
+
 def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Distinct search terms of a query, in order; stopwords dropped unless nothing else is left."""
+    """Distinct search terms of a query, in order; stopwords dropped unless nothing else is left.
+
+    A prefix the user asked for stays a term of its own, marked (`swim*`).
+    """
+    prefixes, text = asked_prefixes(text)
     seen: dict[str, None] = {}
     for token in segment(text, for_index=True):
         seen.setdefault(token, None)
     terms = list(seen)
+    marked = [prefix + PREFIX for prefix in prefixes]
     if keep_stopwords:
-        return terms
+        return terms + marked
     content = [t for t in terms if t not in STOPWORDS]
-    return content or terms
+    return (content or terms) + marked
+
+
+def fts_term(term: str) -> str:
+    """One FTS5 query term: a quoted string, or for an asked prefix (`swim*`) a quoted prefix query."""
+    return fts_quote(term[: -len(PREFIX)]) + PREFIX if is_prefix(term) else fts_quote(term)
 
 
 def fts_quote(term: str) -> str:
@@ -121,7 +159,7 @@ def fts_quote(term: str) -> str:
 
 def fts_any(terms: Iterable[str]) -> str:
     """An FTS5 expression matching any of the terms."""
-    return " OR ".join(fts_quote(t) for t in terms)
+    return " OR ".join(fts_term(t) for t in terms)
 
 
 def identifier_parts(word: str) -> list[str]:
@@ -149,7 +187,13 @@ def holds_word(text: str, term: str) -> bool:
     A Latin-script term is a whole word of the text or a run of whole parts of one ("searchindex" in
     HybridSearchIndex), never the start of a longer word: "go" is not in "goggles", nor "thu" in "Thursday".
     Chinese is written without spaces between words, so a Chinese term is held wherever it appears.
+    An asked prefix (`swim*`) is held by every word it begins.
     """
+    if is_prefix(term):
+        prefix = term[: -len(PREFIX)]
+        if has_cjk(prefix):
+            return prefix in text.lower()
+        return any(word.lower().replace("’", "'").startswith(prefix) for word in _LATIN_WORD.findall(text))
     if has_cjk(term):
         return term in text.lower()
     for word in _LATIN_WORD.findall(text):

@@ -97,7 +97,7 @@ async def context_search(
 
     Use it to find the exact wording of something said, or a conversation you half remember.
     For distilled memories as well, use memory_search. Chinese and English both work; the query is
-    plain text.
+    plain text, and a word ending in * asks for the words it begins.
 
     Returns matching turns best first with their session id, speaker and time; `degraded` is set
     when semantic search was unavailable and the hits are keyword-only.

@@ -217,8 +217,9 @@ async def memory_search(
     """Search everything you remember — narrative memories and raw conversation — by words and meaning.
 
     Use it before answering about the past ("what did we decide about X", "when did I last talk to
-    Y"). Works in Chinese and English, including two-character words. The query is plain text:
-    quotes, *, AND, NEAR( and % are searched for literally. Narrow with kinds, since and until.
+    Y"). Works in Chinese and English, including two-character words. The query is plain text
+    (quotes, AND, NEAR( and % are searched for literally), with one mark: a word ending in * asks
+    for the words it begins (swim* finds swimming). Narrow with kinds, since and until.
     Mid-conversation, pass recent_turns (the last few lines, yours with role 'assistant') instead of
     or besides a query, to bring up memories that fit what is being talked about.
 

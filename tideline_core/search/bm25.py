@@ -160,6 +160,12 @@ class BM25Index:
         posting = self._postings.get(term)
         return len(posting[0]) if posting else 0
 
+    def words_beginning(self, beginnings: Iterable[str]) -> list[str]:
+        """The indexed terms beginning with any of `beginnings`, the most frequent first (ties by term)."""
+        starts = tuple(beginnings)
+        found = [term for term in self._postings if term.startswith(starts)]
+        return sorted(found, key=lambda term: (-self.df(term), term))
+
     def idf(self, term: str) -> float:
         posting = self._postings.get(term)
         df = len(posting[0]) if posting else 0

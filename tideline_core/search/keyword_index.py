@@ -29,11 +29,12 @@ from tideline_core.memory_text import NarrativeFields, narrative_search_text, tu
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.search.glossary import crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
+from tideline_core.search.query import expand_prefixes
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
-from tideline_core.tokens import has_cjk
+from tideline_core.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
@@ -251,6 +252,11 @@ class KeywordIndex:
             return {view: [] for view in views}
         out: dict[str, list[tuple[int, float]]] = {}
         with shard.lock:
+            if any(is_prefix(term) for term in terms):
+                terms, begun = expand_prefixes(terms, shard.kw.words_beginning)
+                groups = {**groups, **begun} if groups else begun
+                if not terms:
+                    return {view: [] for view in views}
             if self.crossing and shard.bilingual():
                 # A word of the question in the other language is the same word: asked for as one of its own.
                 crossing = crossing_terms(terms, lambda term: shard.kw.df(term) > 0)

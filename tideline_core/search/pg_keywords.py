@@ -45,6 +45,7 @@ from sqlalchemy import Connection, Row, text
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import analyze
 from tideline_core.store.schema import EXTRACT_SQL
+from tideline_core.tokens import escape_like
 
 K1 = 0.9  # the in-memory index's (search.keyword_index), measured there
 B = 0.4
@@ -287,6 +288,32 @@ def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) ->
         )
         for r in found
     ]
+
+
+def words_beginning(
+    conn: Connection, agent_id: str, views: Iterable[tuple[str, str]], beginnings: Sequence[str], most: int
+) -> list[str]:
+    """The agent's indexed terms of `views` beginning with any of `beginnings`, most frequent first, at most `most`."""
+    wanted = set(views)
+    likes = " OR ".join(f"term LIKE :b{i} ESCAPE '\\'" for i in range(len(beginnings)))
+    if not likes or not wanted:
+        return []
+    found = conn.execute(
+        text(
+            "SELECT term, max(rows) AS rows FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) "
+            f"AND view = ANY(:views) AND rows > 0 AND term <> :total AND ({likes}) "
+            "GROUP BY term ORDER BY max(rows) DESC, term LIMIT :most"
+        ),
+        {
+            "agent": agent_id,
+            "kinds": sorted({k for k, _ in wanted}),
+            "views": sorted({v for _, v in wanted}),
+            "total": TOTAL,
+            "most": most,
+            **{f"b{i}": escape_like(b) + "%" for i, b in enumerate(beginnings)},
+        },
+    ).all()
+    return [str(r.term) for r in found]
 
 
 def statistics(conn: Connection, agent_id: str, kind: str, view: str, terms: Iterable[str]) -> dict[str, int]:

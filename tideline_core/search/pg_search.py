@@ -38,12 +38,13 @@ from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.hybrid import KEYWORD_DEPTH, HybridSearch, _Query, _Snapshot
 from tideline_core.search.joins import JoinCorpus, session_joins
-from tideline_core.search.query import named_speakers
+from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
+from tideline_core.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 CATCH_UP_ROWS = 500  # rows a search indexes before it answers, at most (about a second's worth after a big import)
@@ -112,8 +113,14 @@ class PostgresSearch(HybridSearch):
         """Every keyword view scored at once, each on a connection of its own: the server's cores share the work."""
         agent_id, params = q.agent_id, q.params
         views = [(kind, view) for kind in q.kinds for view in KEYWORD_VIEWS[kind]]
+        terms, groups = q.terms, q.groups
         with self.db.read() as conn:
-            stats = pg_keywords.view_stats(conn, agent_id, views, q.terms)
+            if any(is_prefix(term) for term in terms):
+                terms, begun = expand_prefixes(
+                    terms, lambda forms: pg_keywords.words_beginning(conn, agent_id, views, forms, PREFIX_WORDS)
+                )
+                groups = {**groups, **begun}
+            stats = pg_keywords.view_stats(conn, agent_id, views, terms)
         scored = [view for view in views if view in stats]
 
         def score(kind_view: tuple[str, str]) -> list[tuple[int, float]]:
@@ -124,11 +131,11 @@ class PostgresSearch(HybridSearch):
                     agent_id,
                     kind,
                     view,
-                    q.terms,
+                    terms,
                     KEYWORD_DEPTH,
                     params.since,
                     params.until,
-                    q.groups,
+                    groups,
                     extracts=self.extracts,
                     stats=stats[kind_view],
                 )

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from tideline_core.search.bm25 import analyze, analyze_words
+from tideline_core.search.bm25 import analyze, analyze_words, stem
 from tideline_core.search.salience import salient_words
+from tideline_core.tokens import PREFIX, asked_prefixes, is_prefix
 
 LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts
 SELF_LINE_WEIGHT = 0.5  # the agent's own lines say less about what to recall than the other party's
 KEYWORDS_PER_LINE = 10
+# An asked prefix stands for at most this many of the words it begins, the most frequent first.
+PREFIX_WORDS = 32
 
 
 class Line(Protocol):
@@ -49,10 +52,47 @@ def same_day_terms(terms: Iterable[str]) -> set[str]:
 
 
 def question_terms(text: str) -> dict[str, float]:
-    """A one-line query: each analyzed term once, weight 1, and a weekday's names in the other language."""
-    terms = dict.fromkeys(analyze(text), 1.0)
+    """A one-line query: each analyzed term once, weight 1, and a weekday's names in the other language.
+
+    A word written with a trailing `*` is an asked prefix, kept marked (`swim*`) for `expand_prefixes`.
+    """
+    prefixes, rest = asked_prefixes(text)
+    terms = dict.fromkeys(analyze(rest), 1.0)
     terms.update(dict.fromkeys(sorted(same_day_terms(terms)), 1.0))
+    terms.update(dict.fromkeys((prefix + PREFIX for prefix in prefixes), 1.0))
     return terms
+
+
+def prefix_forms(term: str) -> tuple[str, ...]:
+    """The beginnings an asked prefix (`goggle*`) matches index terms by: itself and its stem (`goggl`).
+
+    Index terms are stems, so "goggles" is held as "goggl": the stem of the prefix begins it.
+    """
+    prefix = term[: -len(PREFIX)]
+    return tuple(dict.fromkeys((prefix, stem(prefix))))
+
+
+def expand_prefixes(
+    terms: Mapping[str, float], words_beginning: Callable[[Sequence[str]], Sequence[str]]
+) -> tuple[dict[str, float], dict[str, str]]:
+    """`terms` with each asked prefix replaced by the index terms it begins, and their groups.
+
+    `words_beginning(forms)`: an index's terms beginning with any of `forms`, most frequent first. The
+    words one prefix stands for are one unit of the query (grouped under the prefix): a row scores
+    the best of them, so "swim*" weighs as one word however many it begins. A word the query also
+    asks for by itself keeps its own weight and no group.
+    """
+    out = {term: weight for term, weight in terms.items() if not is_prefix(term)}
+    groups: dict[str, str] = {}
+    for term, weight in terms.items():
+        if not is_prefix(term):
+            continue
+        for word in list(words_beginning(prefix_forms(term)))[:PREFIX_WORDS]:
+            if word in out:
+                continue
+            out[word] = weight
+            groups[word] = term
+    return out, groups
 
 
 def word_groups(texts: Iterable[str]) -> dict[str, str]:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, text
 
 from tideline_core.memory_text import NARRATIVE_SEARCH_COLUMNS
 from tideline_core.timeutil import as_utc
-from tideline_core.tokens import escape_like, fts_any, fts_quote, holds_word, index_text
+from tideline_core.tokens import PREFIX, escape_like, fts_any, fts_term, holds_word, index_text, is_prefix
 
 TABLES = {"narrative": "narratives_fts", "context": "context_fts"}
 # The base tables and the SQL form of each kind's search text, for the LIKE fallback.
@@ -133,7 +133,8 @@ def _substring_search(conn: Connection, q: _Lookup, terms: Sequence[str]) -> lis
     kept = list(terms[:8])
     likes = []
     for i, term in enumerate(kept):
-        params[f"t{i}"] = f"%{escape_like(term.lower())}%"
+        literal = term[: -len(PREFIX)] if is_prefix(term) else term
+        params[f"t{i}"] = f"%{escape_like(literal.lower())}%"
         likes.append(f"(CASE WHEN lower({body}) LIKE :t{i} ESCAPE '\\' THEN 1 ELSE 0 END)")
     score = " + ".join(likes)
     sql = (
@@ -185,7 +186,7 @@ def _weighing_terms(conn: Connection, kind: str, terms: Sequence[str]) -> list[s
     # The docsize shadow table holds one row per indexed row: counting it reads no text.
     total = conn.execute(text(f"SELECT count(*) FROM {table}_docsize")).scalar_one()
     rows = text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :term")
-    return [term for term in terms if 2 * conn.execute(rows, {"term": fts_quote(term)}).scalar_one() < total]
+    return [term for term in terms if 2 * conn.execute(rows, {"term": fts_term(term)}).scalar_one() < total]
 
 
 def _fts_ranked(conn: Connection, q: _Lookup, terms: Sequence[str]) -> list[tuple[int, float]]:

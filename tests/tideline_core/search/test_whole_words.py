@@ -1,4 +1,5 @@
-"""Keyword search matches whole words and their stems, never the words a query word begins, on every searcher.
+"""Keyword search matches whole words and their stems, never the words a query word begins unless asked, on every
+searcher.
 
 Runs on the suite's store (SQLite, or PostgreSQL with TIDELINE_TEST_BACKEND=postgres), through the
 service's own searcher (the in-memory index, or PostgreSQL's tsvectors) and the cold one a hook uses.
@@ -94,3 +95,38 @@ def test_a_chinese_word_is_found_inside_the_text_as_segmented(service: Service) 
 
     assert found(service, "游泳")[:1] == [swim]  # the goggles may follow: 游泳 is "swim" in English
     assert found(service, "林") == [swim]
+
+
+def test_a_word_written_with_a_star_finds_every_word_it_begins(service: Service) -> None:
+    goggles = remember(service, "Bought new swimming goggles")
+    going = remember(service, "We go to the lake every summer")
+    sync = remember(service, "Thursday is the team sync")
+    remember(service, "Remember to water the plants")
+
+    assert sorted(found(service, "go*")) == sorted([goggles, going])
+    assert found(service, "thu*") == [sync]
+    assert found(service, "goggle*") == [goggles]
+
+
+def test_a_star_prefix_counts_as_one_word_however_many_it_begins(service: Service) -> None:
+    many = remember(service, "swim, swimming, swimmer and the swimmers")
+    once = remember(service, "a swim on Sunday")
+
+    hits = found(service, "swim* Sunday")
+
+    assert hits[0] == once  # Sunday and one swim word outweigh four words of one prefix
+    assert many in hits
+
+
+def test_one_latin_letter_with_a_star_is_no_prefix(service: Service) -> None:
+    remember(service, "Bought new swimming goggles")
+
+    assert found(service, "g*") == []
+
+
+def test_a_chinese_prefix_finds_the_words_it_begins(service: Service) -> None:
+    swim = remember(service, "周四晚上去游泳，教练叫小林")
+    game = remember(service, "周末一起打游戏")
+    remember(service, "周五去旅行")
+
+    assert sorted(found(service, "游*")) == sorted([swim, game])
