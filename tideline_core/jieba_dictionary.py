@@ -12,12 +12,25 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import tempfile
 from array import array
 from pathlib import Path
 
-import jieba
 import marisa_trie
+
+# jieba opens its files through pkg_resources when that imports, and pkg_resources (deprecated) is
+# slower to import than all of jieba; without it jieba opens them beside its own module, where they
+# are. Every process that segments pays this import, the one-prompt hook included, so jieba is
+# imported here, once, and the other modules take it from here.
+_WITHOUT_PKG_RESOURCES = "pkg_resources" not in sys.modules
+if _WITHOUT_PKG_RESOURCES:
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # None makes an import raise ImportError
+try:
+    import jieba as jieba
+finally:
+    if _WITHOUT_PKG_RESOURCES:
+        del sys.modules["pkg_resources"]
 
 log = logging.getLogger(__name__)
 

@@ -83,3 +83,18 @@ def test_the_compact_table_refuses_new_words(tmp_path: Path) -> None:
     install(tokenizer)
     with pytest.raises(TypeError, match="read-only"):
         tokenizer.add_word("潮汐线")
+
+
+def test_segmenting_loads_jieba_and_its_tables_without_importing_pkg_resources() -> None:
+    # Every process that segments imports jieba; pkg_resources would cost each of them more than jieba does.
+    script = (
+        "import sys\n"
+        "from tideline_core.tokens import segment\n"
+        "import jieba.posseg\n"
+        "print(segment('周四晚上去游泳', for_index=True), [w.flag for w in jieba.posseg.cut('周四晚上')])\n"
+        "print('pkg_resources' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    words, imported = done.stdout.splitlines()
+    assert words == "['周四', '晚上', '去', '游泳'] ['t', 't']"
+    assert imported == "False"

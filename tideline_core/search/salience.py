@@ -12,8 +12,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-import jieba
-
+from tideline_core.jieba_dictionary import jieba
 from tideline_core.tokens import initialize
 
 IDF_TABLE = Path(jieba.__file__).parent / "analyse" / "idf.txt"
