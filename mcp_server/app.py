@@ -124,7 +124,16 @@ class TidelineServer(MCPServer[AppContext]):
 
     async def list_tools(self) -> list[MCPTool]:
         listed = await super().list_tools()
-        return [tool.model_copy(update={"input_schema": arguments.published(tool.input_schema)}) for tool in listed]
+        return [
+            tool.model_copy(
+                update={
+                    "description": arguments.one_paragraph(tool.description),
+                    "input_schema": arguments.published(tool.input_schema),
+                    "output_schema": None if tool.output_schema is None else arguments.outline(tool.output_schema),
+                }
+            )
+            for tool in listed
+        ]
 
     async def call_tool(
         self, name: str, arguments_: dict[str, Any], context: Context[AppContext, Any] | None = None

@@ -1,6 +1,10 @@
 """Arguments at the door: the tool schemas published to clients, and the names, nulls and types every tool call
 and prompt request is checked for.
 
+Every agent holds the tools list in its context for its whole session, so what is published says
+each thing once: no `title` repeating an argument's name, and a result's schema in outline (each
+field and its type; what the fields mean is in the tools reference, `docs/reference/mcp-tools.md`).
+
 Pure: schemas and argument mappings in, a cleaned schema or a problem (argument, rule) out.
 The SDK's own validation ignores arguments it does not know and turns an explicit null into the
 default; a misspelled `importnace=5` would then store importance 3 without a word. Every call is
@@ -12,22 +16,65 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tideline_core.inputs import MAX_ID
+
+# Defaults that say only "none given": an argument left out of `required` already says that.
+EMPTY_DEFAULTS: tuple[Any, ...] = (None, "", [], {})
+
 
 def published(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The input schema as clients see it: no argument may be null and none defaults to null.
+    """The input schema as clients see it: no argument may be null, none defaults to null or to nothing.
 
     An optional argument is one left out of `required`, not one that admits null: widely installed
     clients reject a schema of `["integer", "null"]` or coerce an empty field to null.
     """
-    out = dict(schema)
+    out = {k: v for k, v in schema.items() if k != "title"}
     properties = {name: _without_null(prop) for name, prop in schema.get("properties", {}).items()}
     if properties:
         out["properties"] = properties
     return out
 
 
+def one_paragraph(description: str | None) -> str | None:
+    """A tool's description as clients see it: its docstring's words, without the source's line breaks."""
+    return None if description is None else " ".join(description.split())
+
+
+def outline(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's schema as clients see it: its fields, each with its JSON type (`null` where it may be none).
+
+    Nested objects are `object` and lists `array`, without their own fields, and no field is listed as
+    required: a result still conforms, and a client that validates it needs no more.
+    """
+    definitions: Mapping[str, Any] = schema.get("$defs", {})
+    properties = {name: {"type": _types(prop, definitions)} for name, prop in schema.get("properties", {}).items()}
+    return {"type": "object", "properties": properties}
+
+
+def _types(prop: Mapping[str, Any], definitions: Mapping[str, Any]) -> str | list[str]:
+    found: list[str] = []
+    for variant in prop.get("anyOf", [prop]):
+        ref = variant.get("$ref")
+        if isinstance(ref, str):
+            variant = definitions.get(ref.rsplit("/", 1)[-1], {})
+        kinds = variant.get("type", "object" if "properties" in variant else None)
+        for kind in kinds if isinstance(kinds, list) else [kinds]:
+            if kind is None:  # a value of any type (an enum without a type, a free-form field)
+                return ["string", "number", "integer", "boolean", "object", "array", "null"]
+            if kind not in found:
+                found.append(kind)
+    return found[0] if len(found) == 1 else found
+
+
 def _without_null(prop: Mapping[str, Any]) -> dict[str, Any]:
-    cleaned = {k: v for k, v in prop.items() if not (k == "default" and v is None)}
+    cleaned = {
+        k: v
+        for k, v in prop.items()
+        # An id's ceiling is the store's integer range, not a rule to read (a larger id is still refused).
+        if k != "title" and not (k == "default" and v in EMPTY_DEFAULTS) and not (k == "maximum" and v == MAX_ID)
+    }
+    if "items" in cleaned:
+        cleaned["items"] = _without_null(cleaned["items"])
     variants = cleaned.pop("anyOf", None)
     if variants is None:
         return cleaned

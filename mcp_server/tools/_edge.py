@@ -36,7 +36,8 @@ T = TypeVar("T")
 # repeating a write adds a second row or a new version, unless the caller gives an idempotency key.
 # Nothing reaches beyond this server's own store.
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# destructiveHint and idempotentHint mean something only where readOnlyHint is false (the spec's words).
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 DATE_SCHEMA: dict[str, Any] = {
     "type": "string",
@@ -54,7 +55,8 @@ def _properties(model: type[BaseModel]) -> dict[str, Any]:
 def described(schema: dict[str, Any], description: str) -> WithJsonSchema:
     """A tool argument published with `schema` and `description` (for arguments no core model field declares)."""
     published = {key: value for key, value in schema.items() if key != "title"}
-    published["description"] = description
+    if description:  # an argument its name and limits say all of goes without one
+        published["description"] = description
     return WithJsonSchema(published)
 
 
@@ -69,14 +71,7 @@ def spec(model: type[BaseModel], field: str, description: str, schema: dict[str,
 
 
 IdempotencyKey = Annotated[
-    str,
-    spec(
-        WriteKey,
-        "idempotency_key",
-        "Optional: a key of your own for this write, e.g. a UUID (≤ 128 visible ASCII characters). Sending the "
-        "same key again returns the first result and stores nothing, so a write whose answer was lost can be "
-        "retried safely; a key reused with other arguments is refused.",
-    ),
+    str, spec(WriteKey, "idempotency_key", "A retry with this key returns the first result, storing nothing.")
 ]
 
 

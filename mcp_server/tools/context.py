@@ -22,31 +22,25 @@ from mcp_server.tools._edge import (
 )
 from tideline_core.inputs import ContextTurnIn, SearchIn, TimelineQuery, parse
 
-Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke: user, assistant, system or tool.")]
-Content = Annotated[str, spec(ContextTurnIn, "content", "The full text of the turn, verbatim (≤ 100000 chars).")]
-SessionId = Annotated[str, spec(ContextTurnIn, "session_id", "The conversation this turn belongs to (≤ 256 chars).")]
-Speaker = Annotated[str, spec(ContextTurnIn, "speaker", "The speaker's name, if not just the role (≤ 128 chars).")]
-Metadata = Annotated[
-    Any, spec(ContextTurnIn, "metadata", "Extra facts about the turn, a JSON object (≤ 16 KiB as JSON).")
-]
+Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke.")]
+Content = Annotated[str, spec(ContextTurnIn, "content", "The full text of the turn, verbatim.")]
+SessionId = Annotated[str, spec(ContextTurnIn, "session_id", "The conversation this turn belongs to.")]
+Speaker = Annotated[str, spec(ContextTurnIn, "speaker", "The speaker's name, if not just the role.")]
+Metadata = Annotated[Any, spec(ContextTurnIn, "metadata", "Extra facts about the turn, a JSON object.")]
 CreatedAt = Annotated[Any, spec(ContextTurnIn, "created_at", "When the turn was said (default: now).", DATE_SCHEMA)]
 
 Query = Annotated[
-    str, spec(SearchIn, "query", "What to look for in past conversation; plain text (quotes, *, AND, % are literal).")
+    str, spec(SearchIn, "query", "What to look for in past conversation; word* asks for the words it begins.")
 ]
-Mode = Annotated[
-    Any, spec(SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning).")
-]
-SearchLimit = Annotated[Any, spec(SearchIn, "limit", "How many turns, integer 1–100 (default 10).")]
-SearchSince = Annotated[Any, spec(SearchIn, "since", "Only turns said at or after this instant.", DATE_SCHEMA)]
-SearchUntil = Annotated[Any, spec(SearchIn, "until", "Only turns said at or before this instant.", DATE_SCHEMA)]
+Mode = Annotated[Any, spec(SearchIn, "mode", "words + meaning, words only, or meaning only.")]
+SearchLimit = Annotated[Any, spec(SearchIn, "limit", "")]
+SearchSince = Annotated[Any, spec(SearchIn, "since", "Said at or after this time.", DATE_SCHEMA)]
+SearchUntil = Annotated[Any, spec(SearchIn, "until", "Said at or before this time.", DATE_SCHEMA)]
 
-TimelineSession = Annotated[
-    str, spec(TimelineQuery, "session_id", "The session to show in order; empty for the latest turns of all sessions.")
-]
-TimelineLimit = Annotated[Any, spec(TimelineQuery, "limit", "How many turns, integer 1–500 (default 50).")]
-TimelineSince = Annotated[Any, spec(TimelineQuery, "since", "Only turns said at or after this instant.", DATE_SCHEMA)]
-TimelineUntil = Annotated[Any, spec(TimelineQuery, "until", "Only turns said at or before this instant.", DATE_SCHEMA)]
+TimelineSession = Annotated[str, spec(TimelineQuery, "session_id", "The session to read; empty for the latest of all.")]
+TimelineLimit = Annotated[Any, spec(TimelineQuery, "limit", "")]
+TimelineSince = Annotated[Any, spec(TimelineQuery, "since", "Said at or after this time.", DATE_SCHEMA)]
+TimelineUntil = Annotated[Any, spec(TimelineQuery, "until", "Said at or before this time.", DATE_SCHEMA)]
 
 
 async def context_record(
@@ -59,13 +53,8 @@ async def context_record(
     created_at: CreatedAt = None,
     idempotency_key: IdempotencyKey | None = None,
 ) -> TurnRecorded:
-    """Record one raw conversation turn, verbatim, so it can be searched and distilled later.
-
-    Use it for every turn worth keeping word for word (the nightly DREAM turns these into narrative
-    memories). Keep one session_id per conversation. Stored durably before this returns and
-    keyword-searchable at once; searchable by meaning once a worker has embedded it.
-
-    Returns the turn's id (use it in memory_write's source_links). Nothing is stored on bad input.
+    """Record one conversation turn verbatim, one session_id per conversation, for search and the nightly dream.
+    Returns the turn's id (for memory_write's source_links).
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -93,14 +82,8 @@ async def context_search(
     until: SearchUntil = None,
     limit: SearchLimit = 10,
 ) -> SearchResult:
-    """Search raw conversation turns only (what was actually said), by words and meaning.
-
-    Use it to find the exact wording of something said, or a conversation you half remember.
-    For distilled memories as well, use memory_search. Chinese and English both work; the query is
-    plain text, and a word ending in * asks for the words it begins.
-
-    Returns matching turns best first with their session id, speaker and time; `degraded` is set
-    when semantic search was unavailable and the hits are keyword-only.
+    """Search only what was actually said (raw turns) by words and meaning, for exact wording or a half-remembered
+    conversation. Returns turns best first with session, speaker and time.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -117,14 +100,8 @@ async def context_timeline(
     since: TimelineSince = None,
     until: TimelineUntil = None,
 ) -> Timeline:
-    """Read conversation turns in the order they were said.
-
-    With session_id: that session from its start, up to limit turns (to read on, pass the last
-    turn's created_at as since; that turn comes again). Without: the latest turns across all
-    sessions. Use it to reread a conversation around a search hit (take the hit's session_id) or
-    to see what was said most recently.
-
-    Returns the turns oldest first, each with id, role, speaker, content, metadata and time.
+    """Read turns in the order said: one session from its start (page on with since = the last created_at), or the
+    latest of every session. Returns them oldest first.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()

@@ -21,37 +21,19 @@ TRIGGER = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempote
 JOBS = ["dream", *(stage.name for stage in STAGES)]
 
 # The jobs are the dream stages of tideline_core.dream.registry, whatever they are, and the whole dream.
-Job = Annotated[
-    Any,
-    described(
-        {"type": "string", "enum": JOBS},
-        "The job: dream (every nightly stage, in order), or one stage: "
-        + "; ".join(f"{stage.name} ({stage.summary})" for stage in STAGES)
-        + ".",
-    ),
-]
-DryRun = Annotated[
-    Any, spec(TriggerIn, "dry_run", "true: compute the stage's changes and write nothing (one stage, not dream).")
-]
+Job = Annotated[Any, described({"type": "string", "enum": JOBS}, "dream (every nightly stage, in order) or one stage.")]
+DryRun = Annotated[Any, spec(TriggerIn, "dry_run", "Return one stage's changes and write nothing.")]
 Wait = Annotated[
-    Any,
-    spec(TriggerIn, "wait", "Seconds to wait for one stage's result, 0–300 (default: 60 for a dry run, 0 otherwise)."),
+    Any, spec(TriggerIn, "wait", "Seconds to wait for a stage's result (default 60 for a dry run, else 0).")
 ]
-Limit = Annotated[Any, spec(DreamLogQuery, "limit", "How many runs, newest first, integer 1–200 (default 20).")]
+Limit = Annotated[Any, spec(DreamLogQuery, "limit", "How many runs, newest first.")]
 Stage = Annotated[Any, spec(DreamLogQuery, "stage", "Only runs of this stage.")]
 RunId = Annotated[Any, spec(DreamLogQuery, "run_id", "One run (its id from the list): every change it applied.")]
 
 TRIGGER_DESCRIPTION = (
-    "Start your dream, or one of its stages, now instead of waiting for the night.\n\n"
-    "Jobs:\n- dream: every nightly stage below, in order\n"
-    + "".join(f"- {stage.name}: {stage.summary}\n" for stage in STAGES)
-    + "\nThe job runs in the background. Each stage's run, its figures and the changes it applied appear in "
-    "memory_dream_log (and memory_status). Stages marked LLM are skipped, saying why, when no LLM is configured. "
-    "With dry_run (one stage) nothing is written or recorded: this waits for the stage and returns the changes "
-    "it would make. With `wait`, it waits that long for one stage's result. Refused while your nightly dream is "
-    "running: try again later.\n\n"
-    "Returns the `task_id` (also visible in Flower), the `job`, your `agent`, the `state` and, once finished, the "
-    "`result` (its `changes` and figures) or the `error`."
+    "Start your dream, or one stage, now instead of at night (a stage needing an LLM is skipped without one); "
+    "dry_run shows what one stage would change and writes nothing. Returns the `task_id`, `state` and, once "
+    "finished, the `result` or `error`."
 )
 
 
@@ -72,14 +54,8 @@ async def memory_trigger(ctx: Context, job: Job, dry_run: DryRun = None, wait: W
 
 
 async def memory_dream_log(ctx: Context, limit: Limit = None, stage: Stage = None, run_id: RunId = None) -> DreamLog:
-    """See what your dream did: each stage run (when, status, figures, tokens) and, for one run, every change.
-
-    With no arguments: the latest runs, newest first. With `stage`: only that stage's. With `run_id`:
-    that run and its reviewable diff, every row it wrote or changed with its state before and after
-    (narratives written, weights before → after, profile and self-concept versions, threads,
-    supersessions, the scan watermark). An operator can undo a run with `tideline dream undo RUN`.
-
-    Returns `runs` and, with `run_id`, `changes`.
+    """See what your dream did: the latest stage runs, or with `run_id` every change of one run, before and after
+    (`tideline dream undo RUN` reverts it). Returns `runs` and `changes`.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()

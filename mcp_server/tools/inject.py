@@ -16,44 +16,24 @@ from mcp_types import (
     PromptReference,
     Resource,
     ResourceTemplateReference,
-    ToolAnnotations,
 )
 
 from mcp_server.context import AppContext
 from mcp_server.models_inject import Injection
-from mcp_server.tools._edge import app_of, given, invalid, offload, request_errors, spec, tool_errors
+from mcp_server.tools._edge import READ, app_of, given, invalid, offload, request_errors, spec, tool_errors
 from mcp_server.tools.narratives import RecentTurns
 from tideline_core.inputs import InjectIn, PrefetchIn, parse
 
-# Reads of the memory that remember what the session was shown (so its turns do not repeat it):
-# not read-only in the strict sense, and a second call may answer differently.
-INJECT = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-
 SessionId = Annotated[
-    str,
-    spec(
-        InjectIn,
-        "session_id",
-        "This conversation's id: what the block shows is remembered for it, so memory_prefetch does not "
-        "repeat it later in the session (≤ 256 chars; empty: remember nothing).",
-    ),
+    str, spec(InjectIn, "session_id", "This conversation's id, so memory_prefetch never shows it the same item twice.")
 ]
-Budget = Annotated[Any, spec(InjectIn, "budget", "Most tokens the block may take, integer 100–32000.")]
-Query = Annotated[
-    str, spec(PrefetchIn, "query", "What the user just said or asked, plain text (may be empty with recent_turns).")
-]
+Budget = Annotated[Any, spec(InjectIn, "budget", "Most tokens the block may take.")]
+Query = Annotated[str, spec(PrefetchIn, "query", "What the user just said or asked.")]
 
 
 async def memory_inject(ctx: Context, session_id: SessionId = "", budget: Budget = None) -> Injection:
-    """Get the session-start block: who you are and what matters now, to put at the top of your context.
-
-    Call it once when a conversation starts. It holds your SOUL file and self-concept, your latest
-    state and open threads (T0), the heaviest memories of the last week (T2), where the last
-    conversation left off (T2b) and a map of your memory (T3), within a token budget (default 2,000).
-    The text stays byte-identical while nothing it shows changes, so it can sit in a cached prompt
-    prefix; `version` tells when it changed.
-
-    Returns the text, its version and token estimate, and each item with its tier and why it was chosen.
+    """Get the session-start block (who you are and what matters now), once when a conversation starts; it stays
+    byte-identical while nothing in it changes. Returns the text, version and items.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -66,14 +46,8 @@ async def memory_inject(ctx: Context, session_id: SessionId = "", budget: Budget
 async def memory_prefetch(
     ctx: Context, query: Query = "", recent_turns: RecentTurns = None, session_id: SessionId = "", budget: Budget = None
 ) -> Injection:
-    """Get this turn's memories: what you remember that bears on what was just said, to add to your context.
-
-    Call it on every user turn with the user's words as `query` and/or the last lines of the
-    conversation as `recent_turns`. It searches memories and past conversation (T1; by keyword as
-    well, T4, when meaning finds too little), leaves out what this session was already shown, and
-    stays within a token budget (default 800). Append its text after the session-start block.
-
-    Returns the text and each item with its tier, score and the signals that chose it.
+    """Get this turn's memories, on every user turn: pass the user's words as `query` and/or `recent_turns`, and append
+    the text after the session-start block; nothing this session was shown repeats. Returns the text and items.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -152,8 +126,8 @@ async def complete(
 
 
 def register(server: MCPServer) -> None:
-    server.add_tool(memory_inject, title="Session-start memory block", annotations=INJECT)
-    server.add_tool(memory_prefetch, title="This turn's memories", annotations=INJECT)
+    server.add_tool(memory_inject, title="Session-start memory block", annotations=READ)
+    server.add_tool(memory_prefetch, title="This turn's memories", annotations=READ)
     server.prompt(name=PROMPT, title="Tideline: session start")(tideline_session_start)
     server.resource(
         TEMPLATE,

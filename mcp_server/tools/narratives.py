@@ -22,81 +22,49 @@ from mcp_server.tools._edge import (
 )
 from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, RecallQuery, SearchIn, parse
 
-Gesture = Annotated[
-    str, spec(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone (required, ≤ 2000 chars).")
-]
-Background = Annotated[
-    str, spec(NarrativeIn, "context", "Background: what led to it, what was going on (≤ 20000 chars).")
-]
-Moment = Annotated[
-    str, spec(NarrativeIn, "moment", "The concrete moment or detail that made it stick (≤ 20000 chars).")
-]
-Direction = Annotated[
-    str, spec(NarrativeIn, "cognition_direction", "Where your thinking went because of it (≤ 20000 chars).")
-]
-Importance = Annotated[Any, spec(NarrativeIn, "importance", "How much it matters, integer 1–5 (default 3).")]
-Emotional = Annotated[Any, spec(NarrativeIn, "emotional", "Emotional intensity, integer 1–5 (default 3).")]
-Unresolved = Annotated[Any, spec(NarrativeIn, "unresolved", "How open it still is, integer 1–5 (default 3).")]
-Tags = Annotated[
-    Any, spec(NarrativeIn, "tags", "Topic tags, a list of strings (≤ 32 tags, each ≤ 64 chars); drive recurrence.")
-]
+Gesture = Annotated[str, spec(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone.")]
+Background = Annotated[str, spec(NarrativeIn, "context", "Background: what led to it, what was going on.")]
+Moment = Annotated[str, spec(NarrativeIn, "moment", "The concrete moment or detail that made it stick.")]
+Direction = Annotated[str, spec(NarrativeIn, "cognition_direction", "Where your thinking went because of it.")]
+Importance = Annotated[Any, spec(NarrativeIn, "importance", "How much it matters.")]
+Emotional = Annotated[Any, spec(NarrativeIn, "emotional", "Emotional intensity.")]
+Unresolved = Annotated[Any, spec(NarrativeIn, "unresolved", "How open it still is.")]
+Tags = Annotated[Any, spec(NarrativeIn, "tags", "Topic tags; tags that recur raise recurrence.")]
 EntitiesRole = Annotated[
     str, spec(NarrativeIn, "entities_role", "Who did what, e.g. 'Alice=judged+executed; Bob=reviewed'.")
 ]
-Related = Annotated[
-    Any, spec(NarrativeIn, "related_entities", "Other people or things involved, a list of names (≤ 64).")
-]
-SourceLinks = Annotated[
-    Any, spec(NarrativeIn, "source_links", "Ids of the context turns (from context_record) this memory came from.")
-]
+Related = Annotated[Any, spec(NarrativeIn, "related_entities", "Other people or things involved.")]
+SourceLinks = Annotated[Any, spec(NarrativeIn, "source_links", "Ids of the turns (context_record) it came from.")]
 NarrativeTypeArg = Annotated[
-    Any,
-    spec(
-        NarrativeIn,
-        "narrative_type",
-        "One of event, reflection, insight, decision, dream, digest (a session's summary), other (default event).",
-    ),
+    Any, spec(NarrativeIn, "narrative_type", "What kind of memory (digest: a session's summary).")
 ]
 OccurredAt = Annotated[Any, spec(NarrativeIn, "occurred_at", "When it happened (default: now).", DATE_SCHEMA)]
 
-Limit = Annotated[Any, spec(RecallQuery, "limit", "How many to return, integer 1–100 (default 10).")]
-TypeFilter = Annotated[
-    Any,
-    spec(RecallQuery, "narrative_type", "Only this type: event, reflection, insight, decision, dream, digest, other."),
-]
-TagFilter = Annotated[
-    Any, spec(RecallQuery, "tags", "Only memories carrying at least one of these tags (a list of strings).")
-]
-Since = Annotated[Any, spec(RecallQuery, "since", "Only memories that happened at or after this instant.", DATE_SCHEMA)]
-Until = Annotated[
-    Any, spec(RecallQuery, "until", "Only memories that happened at or before this instant.", DATE_SCHEMA)
-]
-Order = Annotated[
-    Any, spec(RecallQuery, "order", "'recent' (newest first, default) or 'weight' (most important first).")
-]
+Limit = Annotated[Any, spec(RecallQuery, "limit", "")]
+TypeFilter = Annotated[Any, spec(RecallQuery, "narrative_type", "Only this type.")]
+TagFilter = Annotated[Any, spec(RecallQuery, "tags", "Only memories with any of these tags.")]
+Since = Annotated[Any, spec(RecallQuery, "since", "Happened at or after this time.", DATE_SCHEMA)]
+Until = Annotated[Any, spec(RecallQuery, "until", "Happened at or before this time.", DATE_SCHEMA)]
+Order = Annotated[Any, spec(RecallQuery, "order", "Newest or heaviest first.")]
 
 Query = Annotated[
-    str, spec(SearchIn, "query", "What to look for, in any language; plain text (quotes, *, AND, % are literal).")
+    str, spec(SearchIn, "query", "What to look for, in any language; word* asks for the words it begins.")
 ]
-Kinds = Annotated[
-    Any, spec(SearchIn, "kinds", "'all' (default), 'narratives' (memories only) or 'context' (raw turns only).")
-]
-Mode = Annotated[
-    Any, spec(SearchIn, "mode", "'hybrid' (default: words + meaning), 'keyword' (exact words) or 'dense' (meaning).")
-]
-SearchLimit = Annotated[Any, spec(SearchIn, "limit", "How many hits, integer 1–100 (default 10).")]
+Kinds = Annotated[Any, spec(SearchIn, "kinds", "Memories and turns, memories only, or turns only.")]
+Mode = Annotated[Any, spec(SearchIn, "mode", "words + meaning, words only, or meaning only.")]
+SearchLimit = Annotated[Any, spec(SearchIn, "limit", "")]
 RECENT_TURNS_SCHEMA: dict[str, Any] = {
     "type": "array",
     "maxItems": MAX_CONVERSATION,
     "items": {
         "type": "object",
         "properties": {
-            "speaker": {"type": "string", "maxLength": 128, "description": "who said it, e.g. the user's name"},
+            "speaker": {"type": "string", "maxLength": 128, "description": "who said it"},
             "text": {"type": "string", "minLength": 1, "maxLength": MAX_LINE, "description": "what was said"},
             "role": {
                 "type": "string",
                 "enum": ["user", "assistant", "system", "tool"],
-                "description": "'assistant' for your own lines, otherwise 'user' (default)",
+                "description": "assistant for your own lines",
             },
         },
         "required": ["text"],
@@ -108,19 +76,17 @@ RecentTurns = Annotated[
     spec(
         SearchIn,
         "conversation",
-        "Optional: the last lines of the current conversation, oldest first (at most 20, each at most 2000 "
-        "characters), as {speaker, text, role}. Give them to recall what the conversation is about without writing "
-        "a query: the other party's lines and the newest lines count most. query may then be empty.",
+        "This conversation's last lines, oldest first (query may then be empty).",
         RECENT_TURNS_SCHEMA,
     ),
 ]
-SearchSince = Annotated[Any, spec(SearchIn, "since", "Only results at or after this instant.", DATE_SCHEMA)]
-SearchUntil = Annotated[Any, spec(SearchIn, "until", "Only results at or before this instant.", DATE_SCHEMA)]
+SearchSince = Annotated[Any, spec(SearchIn, "since", "At or after this time.", DATE_SCHEMA)]
+SearchUntil = Annotated[Any, spec(SearchIn, "until", "At or before this time.", DATE_SCHEMA)]
 
 NarrativeId = Annotated[
     Any, spec(AmendmentIn, "narrative_id", "The id of the memory to annotate (from memory_write or a search).")
 ]
-Note = Annotated[str, spec(AmendmentIn, "note", "The correction or afterthought to attach (≤ 20000 chars).")]
+Note = Annotated[str, spec(AmendmentIn, "note", "The correction or afterthought to attach.")]
 
 
 async def memory_write(
@@ -140,16 +106,8 @@ async def memory_write(
     occurred_at: OccurredAt = None,
     idempotency_key: IdempotencyKey | None = None,
 ) -> NarrativeWritten:
-    """Remember something that happened, as a structured narrative memory.
-
-    Use it when an exchange, decision, realisation or feeling is worth keeping beyond this session:
-    one memory per moment, written in your own words. Give `gesture` (required) and whatever else
-    you know; scores are integers 1–5 (3 when unsure). Tags that recur raise the memory's recurrence.
-    The memory is stored durably before this returns and is keyword-searchable at once; it becomes
-    searchable by meaning a moment later, when a background worker has embedded it.
-
-    Returns the new memory's id, its weight (0.2–1.0) and recurrence (1–5). On bad input nothing is
-    stored and the error names the field and the rule.
+    """Remember something worth keeping beyond this session, as one memory in your own words (scores 1–5, 3
+    when unsure). Returns its id, weight and recurrence; it is keyword-searchable at once, by meaning once embedded.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -185,13 +143,8 @@ async def memory_recall(
     until: Until = None,
     order: Order = "recent",
 ) -> Recall:
-    """List your narrative memories, newest first (or heaviest first with order='weight').
-
-    Use it to look back over a period, a kind of memory, or a topic by tag, when you are not
-    searching for particular words (use memory_search for that). Filters combine: narrative_type,
-    tags (any of them), since/until on when it happened.
-
-    Returns the memories in full: text fields, scores, weight, tags, source links and amendments.
+    """List your memories newest first (or by weight), filtered by type, tags and time, to look back rather than search
+    for words. Returns them in full, with amendments.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -214,18 +167,9 @@ async def memory_search(
     limit: SearchLimit = 10,
     recent_turns: RecentTurns = None,
 ) -> SearchResult:
-    """Search everything you remember — narrative memories and raw conversation — by words and meaning.
-
-    Use it before answering about the past ("what did we decide about X", "when did I last talk to
-    Y"). Works in Chinese and English, including two-character words. The query is plain text
-    (quotes, AND, NEAR( and % are searched for literally), with one mark: a word ending in * asks
-    for the words it begins (swim* finds swimming). Narrow with kinds, since and until.
-    Mid-conversation, pass recent_turns (the last few lines, yours with role 'assistant') instead of
-    or besides a query, to bring up memories that fit what is being talked about.
-
-    Returns hits best first, each with its kind (narrative or context), id, text, time and the
-    signals that matched. If semantic search is unavailable, `degraded` says so and the hits are
-    keyword-only.
+    """Search your memories and past conversation by words and meaning (Chinese or English) before answering about
+    the past; mid-conversation, add recent_turns. Returns hits best first with the signals that matched;
+    `degraded` when keyword-only.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -244,12 +188,8 @@ async def memory_search(
 async def memory_amend(
     ctx: Context, narrative_id: NarrativeId, note: Note, idempotency_key: IdempotencyKey | None = None
 ) -> Amended:
-    """Attach a note to one of your memories: a correction, an afterthought, how it turned out.
-
-    Memories are never rewritten; amendments are appended and shown with the memory from then on.
-    Use the memory's id from memory_write, memory_recall or memory_search.
-
-    Returns the amendment's id. An id that is not one of your memories is an error.
+    """Attach a correction or afterthought to one of your memories (never rewritten): the note is shown with it from
+    then on. Returns the amendment's id.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()

@@ -14,26 +14,18 @@ from tideline_core.inputs import GraphQuery, HeatmapQuery, SoftClustersQuery, To
 
 Entity = Annotated[Any, spec(GraphQuery, "entity", "An entity's name: its node and its edges.")]
 Other = Annotated[Any, spec(GraphQuery, "other", "With `entity`: only the edges between the two.")]
-Top = Annotated[Any, spec(GraphQuery, "top", "How many nodes and edges at most, integer 1–200 (default 20).")]
-Days = Annotated[Any, spec(HeatmapQuery, "days", "How many days back, integer 1–365 (default 7).")]
+Top = Annotated[Any, spec(GraphQuery, "top", "How many nodes and edges at most.")]
+Days = Annotated[Any, spec(HeatmapQuery, "days", "How many days back.")]
 Label = Annotated[Any, spec(SoftClustersQuery, "label", "A cluster's label (from the list): members, neighbours.")]
 RouteQuery = Annotated[Any, spec(SoftClustersQuery, "query", "Text to route: which clusters it would light up.")]
 MemberLimit = Annotated[Any, spec(SoftClustersQuery, "limit", "Members shown for `label`, 1–200 (default 20).")]
-TopicLimit = Annotated[Any, spec(TopicsQuery, "limit", "How many topics, largest first, integer 1–200 (default 25).")]
-Sample = Annotated[Any, spec(TopicsQuery, "sample", "Example memories per topic, integer 0–20 (default 3).")]
+TopicLimit = Annotated[Any, spec(TopicsQuery, "limit", "How many topics, largest first.")]
+Sample = Annotated[Any, spec(TopicsQuery, "sample", "Example memories per topic.")]
 
 
 async def memory_graph(ctx: Context, entity: Entity = None, other: Other = None, top: Top = None) -> GraphResult:
-    """See who appears in your memories, in which roles, and with whom.
-
-    With no arguments: the most mentioned people and things and the strongest links between them.
-    With `entity`: that one and its links. With `entity` and `other`: how the two relate (each
-    link carries both roles and how many memories show them together). Names are matched as
-    stored (KNOWN_PERSONS aliases are already resolved to one name). The graph is rebuilt by the
-    nightly dream or memory_trigger(job='graph'), so the newest memories may not be in it yet.
-
-    Returns `nodes` (name, mentions, usual roles, first and last seen) and `edges` (both names,
-    both roles, count); `note` says why when there is nothing to show.
+    """See who appears in your memories, in which roles and with whom: the most mentioned, one `entity`, or how
+    `entity` and `other` relate (rebuilt nightly). Returns `nodes` and `edges`.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -44,15 +36,8 @@ async def memory_graph(ctx: Context, entity: Entity = None, other: Other = None,
 
 
 async def memory_attention_heatmap(ctx: Context, days: Days = None) -> HeatmapResult:
-    """See what your retrievals have been landing on lately, and which parts of memory went unvisited.
-
-    Every search, recall and per-turn retrieval hit is logged; this groups the hits of the last
-    `days` by topic cluster and by soft (meaning) cluster: hits, share, a bar, mean similarity and
-    sources per cluster, plus the "deserts" (clusters never lit). Use it to notice fixation or
-    neglected areas.
-
-    Returns `kinds` (topic and embedding), each with `rows` (cluster, hits, share, bar, mean
-    similarity, sources) and `deserts`, plus the whole heatmap as `markdown`.
+    """See what your retrievals landed on over the last `days`, by cluster, to notice fixation or neglect. Returns hits
+    per cluster, the `deserts` never lit, and `markdown`.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -65,17 +50,8 @@ async def memory_attention_heatmap(ctx: Context, days: Days = None) -> HeatmapRe
 async def memory_soft_clusters(
     ctx: Context, label: Label = None, query: RouteQuery = None, limit: MemberLimit = None
 ) -> SoftClustersResult:
-    """Browse your memories grouped by meaning (soft clusters: each memory sits in its 3 nearest).
-
-    With no arguments: every cluster with its name, size and neighbouring clusters. With `label`:
-    that cluster's most central memories (with their gesture) and its neighbours. With `query`:
-    also which clusters that text would light up (its 3 nearest and their neighbours), useful to
-    see where a question lands in your memory. Clusters are rebuilt nightly or by
-    memory_trigger(job='recluster').
-
-    Returns `clusters` (label, name, size, neighbours with shared counts), `members` for a
-    `label` (narrative id, gesture, distance to the centre), `route` for a `query` (primary and
-    neighbouring labels), and a `note` when nothing is built yet or the query cannot be embedded.
+    """Browse memories grouped by meaning: every cluster, one `label`'s members, or where a `query` lands (rebuilt
+    nightly). Returns `clusters`, `members` or `route`.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -86,13 +62,8 @@ async def memory_soft_clusters(
 
 
 async def memory_topics(ctx: Context, limit: TopicLimit = None, sample: Sample = None) -> TopicsResult:
-    """List the recurring topics of your memories (keywords shared by several memories), largest first.
-
-    Each topic comes with a few of its newest memories as examples. A keyword counts as a topic
-    when at least 3 memories hold it and it is not so common that it says nothing. Topics are
-    rebuilt nightly or by memory_trigger(job='recluster').
-
-    Returns `topics` (keyword, label, size, sample memories with id and gesture) and their `count`.
+    """List the recurring topics of your memories, largest first, with example memories (rebuilt nightly). Returns
+    `topics`.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()

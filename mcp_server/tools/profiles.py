@@ -34,81 +34,52 @@ from tideline_core.inputs import (
     parse,
 )
 
-Entity = Annotated[
-    str, spec(ProfileIn, "entity", "Who or what the profile is about, e.g. a person's name or 'self' (≤ 128 chars).")
-]
-ProfileKindArg = Annotated[Any, spec(ProfileIn, "kind", "One of fact, impression, relationship, self, contact.")]
-ProfileContent = Annotated[
-    str, spec(ProfileIn, "content", "The whole current text for this entity and kind (≤ 20000 chars).")
-]
+Entity = Annotated[str, spec(ProfileIn, "entity", "Who or what the profile is about, e.g. a person's name or 'self'.")]
+ProfileKindArg = Annotated[Any, spec(ProfileIn, "kind", "fact, impression, relationship, self (their view), contact.")]
+ProfileContent = Annotated[str, spec(ProfileIn, "content", "The whole current text for this entity and kind.")]
 Pinned = Annotated[
-    Any,
-    spec(
-        ProfileIn,
-        "pinned",
-        "true to always show this profile in full at session start; a new entry is unpinned unless given, a "
-        "rewrite keeps its pin unless given.",
-    ),
+    Any, spec(ProfileIn, "pinned", "Always show it at session start (a rewrite keeps its pin unless given).")
 ]
 EntityFilter = Annotated[
     str, spec(ProfilesQuery, "entity", "Only this entity; empty for all.", {"type": "string", "maxLength": 128})
 ]
-ProfileKindFilter = Annotated[
-    Any, spec(ProfilesQuery, "kind", "Only this kind: fact, impression, relationship, self, contact.")
-]
-WithHistory = Annotated[
-    Any, spec(ProfilesQuery, "with_history", "true to include every earlier version (default false).")
-]
+ProfileKindFilter = Annotated[Any, spec(ProfilesQuery, "kind", "Only this kind.")]
+WithHistory = Annotated[Any, spec(ProfilesQuery, "with_history", "Every earlier version too.")]
 
 SelfKind = Annotated[
-    Any, spec(SelfConceptIn, "kind", "One of fact (what is true of you), terrain (your inner landscape), reflection.")
+    Any, spec(SelfConceptIn, "kind", "fact (true of you), terrain (your inner landscape), reflection.")
 ]
 SelfKey = Annotated[str, spec(SelfConceptIn, "key", "Which entry of that kind to replace (default 'main').")]
-SelfContent = Annotated[str, spec(SelfConceptIn, "content", "The whole current text of the entry (≤ 20000 chars).")]
-SelfKindFilter = Annotated[Any, spec(SelfConceptQuery, "kind", "Only this kind: fact, terrain, reflection.")]
-SelfHistory = Annotated[
-    Any, spec(SelfConceptQuery, "with_history", "true to include every earlier version (default false).")
-]
+SelfContent = Annotated[str, spec(SelfConceptIn, "content", "The whole current text of the entry.")]
+SelfKindFilter = Annotated[Any, spec(SelfConceptQuery, "kind", "Only this kind.")]
+SelfHistory = Annotated[Any, spec(SelfConceptQuery, "with_history", "Every earlier version too.")]
 
 Title = Annotated[
     str,
     spec(
         ThreadIn,
         "title",
-        "The open question or line of thought, in one line (≤ 2000 chars); required to open a thread.",
+        "The question or line of thought; required to open a thread.",
         {"type": "string", "minLength": 1, "maxLength": 2000},
     ),
 ]
 ThreadContent = Annotated[
     str,
-    spec(
-        ThreadIn,
-        "content",
-        "Notes: what you know so far, what to try next (≤ 20000 chars).",
-        {"type": "string", "maxLength": 20000},
-    ),
+    spec(ThreadIn, "content", "Notes: what you know so far, what to try next.", {"type": "string", "maxLength": 20000}),
 ]
-ThreadStatusArg = Annotated[
-    Any, spec(ThreadIn, "status", "One of open (the default for a new thread), exploring, resolved, dropped.")
-]
-Priority = Annotated[
-    Any, spec(ThreadIn, "priority", "How much it pulls at you, integer 1–5 (3 for a new thread by default).")
-]
+ThreadStatusArg = Annotated[Any, spec(ThreadIn, "status", "open by default for a new thread.")]
+Priority = Annotated[Any, spec(ThreadIn, "priority", "How much it pulls at you (3 for a new thread by default).")]
 ThreadId = Annotated[
     Any, spec(ThreadIn, "thread_id", "The id of an existing thread to update; omit to open a new one.")
 ]
-StatusFilter = Annotated[
-    Any, spec(ThreadsQuery, "status", "Only threads with this status: open, exploring, resolved, dropped.")
-]
-ThreadLimit = Annotated[Any, spec(ThreadsQuery, "limit", "How many threads, integer 1–100 (default 20).")]
+StatusFilter = Annotated[Any, spec(ThreadsQuery, "status", "Only threads with this status.")]
+ThreadLimit = Annotated[Any, spec(ThreadsQuery, "limit", "")]
 
 SnapshotContent = Annotated[
-    str, spec(SnapshotIn, "content", "Your state right now: what you are doing, feeling, holding (≤ 20000 chars).")
+    str, spec(SnapshotIn, "content", "Your state right now: what you are doing, feeling, holding.")
 ]
-Mood = Annotated[str, spec(SnapshotIn, "mood", "A word or two for the mood (≤ 128 chars).")]
-SnapshotLimit = Annotated[
-    Any, spec(SnapshotQuery, "limit", "How many snapshots, newest first, integer 1–50 (default 1).")
-]
+Mood = Annotated[str, spec(SnapshotIn, "mood", "A word or two for the mood.")]
+SnapshotLimit = Annotated[Any, spec(SnapshotQuery, "limit", "How many snapshots, newest first.")]
 
 
 async def memory_write_profile(
@@ -119,13 +90,8 @@ async def memory_write_profile(
     pinned: Pinned = None,
     idempotency_key: IdempotencyKey | None = None,
 ) -> ProfileWritten:
-    """Write what you know about a person or thing: one entry per (entity, kind), replaced as a whole.
-
-    Kinds: fact (verifiable facts), impression (how they come across), relationship (what you are to
-    each other), self (how they see themselves), contact (how to reach them). Send the complete new
-    text; the previous text is kept as history, never lost.
-
-    Returns the entry's id and its version (1 when new).
+    """Write what you know about a person or thing, one entry per (entity, kind), as its complete new text; the old
+    text is kept as history. Returns the entry's id and version.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -138,12 +104,8 @@ async def memory_write_profile(
 async def memory_read_profiles(
     ctx: Context, entity: EntityFilter = "", kind: ProfileKindFilter = None, with_history: WithHistory = False
 ) -> Profiles:
-    """Read what you know about people and things (pinned entries first).
-
-    Use it before talking with or about someone. Filter by entity and/or kind; ask for history to
-    see how your picture of them changed.
-
-    Returns the current entries, each with its version and, on request, earlier versions.
+    """Read what you know about people and things before talking with or about them, optionally with history. Returns
+    the current entries, pinned first.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -160,13 +122,8 @@ async def memory_write_self_concept(
     key: SelfKey = "main",
     idempotency_key: IdempotencyKey | None = None,
 ) -> SelfConceptWritten:
-    """Write part of your self-concept: who you are, as you understand it now.
-
-    Kinds: fact (plain truths about you), terrain (your inner landscape: tendencies, tensions,
-    what moves you), reflection (what you make of yourself lately). One entry per (kind, key);
-    send the complete new text, the old one is kept as history.
-
-    Returns the entry's id and version.
+    """Write part of your self-concept, one entry per (kind, key), as its complete new text; the old text is kept as
+    history. Returns the entry's id and version.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -179,10 +136,7 @@ async def memory_write_self_concept(
 async def memory_read_self_concept(
     ctx: Context, kind: SelfKindFilter = None, with_history: SelfHistory = False
 ) -> SelfConcept:
-    """Read your self-concept (fact, terrain, reflection entries), optionally with earlier versions.
-
-    Returns every entry, or those of one kind.
-    """
+    """Read your self-concept (fact, terrain, reflection), optionally with earlier versions. Returns its entries."""
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():
@@ -200,12 +154,8 @@ async def memory_write_thread(
     thread_id: ThreadId = None,
     idempotency_key: IdempotencyKey | None = None,
 ) -> ThreadWritten:
-    """Open a thread — a question or line of thought you want to come back to — or update one.
-
-    Without thread_id a new thread is opened (title required). With it, the fields you give replace
-    that thread's and the others keep their values: status='resolved' alone closes it.
-
-    Returns the thread's id and status, and whether it was newly created.
+    """Open a thread to come back to (a title, no thread_id) or update one (its thread_id; status='resolved' closes
+    it). Returns its id, status and whether it is new.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -218,11 +168,8 @@ async def memory_write_thread(
 
 
 async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: ThreadLimit = 20) -> Threads:
-    """Read your threads, highest priority first (optionally only one status, e.g. open).
-
-    Use it when you have room to think, or at session start to see what is still open.
-
-    Returns the threads with their id, title, notes, status, priority and times.
+    """Read your threads, highest priority first, when you have room to think or at session start. Returns them with
+    notes, status and priority.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -235,12 +182,8 @@ async def memory_read_threads(ctx: Context, status: StatusFilter = None, limit: 
 async def memory_write_snapshot(
     ctx: Context, content: SnapshotContent, mood: Mood = "", idempotency_key: IdempotencyKey | None = None
 ) -> SnapshotWritten:
-    """Save a snapshot of your current state, so the next session can pick up where this one left off.
-
-    Use it at the end of a session or after something shifts. Snapshots accumulate; the latest one
-    is what a new session sees first.
-
-    Returns the snapshot's id.
+    """Save your current state at a session's end or after a shift, so the next session picks up from it. Returns the
+    snapshot's id.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()
@@ -251,10 +194,7 @@ async def memory_write_snapshot(
 
 
 async def memory_read_snapshot(ctx: Context, limit: SnapshotLimit = 1) -> Snapshots:
-    """Read your latest state snapshot (or the last few, newest first).
-
-    Returns the snapshots; an empty list when none was ever written.
-    """
+    """Read your latest state snapshot (or the last few). Returns them newest first, none when none was written."""
     app = app_of(ctx)
     agent = app.resolve_agent()
     with tool_errors():

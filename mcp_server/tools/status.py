@@ -10,15 +10,8 @@ from mcp_server.tools._edge import READ, app_of, offload, tool_errors
 
 
 async def memory_status(ctx: Context) -> Status:
-    """Check your memory's health: how much is stored, what is still being processed, whether workers run.
-
-    Use it when search seems to miss recent things (embeddings may still be pending) or to report
-    on the memory system itself. Takes no arguments and only ever shows your own data.
-
-    Returns counts per kind, embeddings pending, queue depths and live workers (null when the
-    broker is unreachable), the active embedding model, the latest task errors, and the latest
-    dream stage runs (status and figures), which is where a stage started with memory_trigger
-    shows up.
+    """Check your memory's health when search seems to miss recent things. Returns counts, pending embeddings, queues
+    and workers (null when the broker is down), recent errors and dream runs.
     """
     app = app_of(ctx)
     agent = app.resolve_agent()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from mcp import Client
 from mcp_helpers import RecordingJobQueue, call, refused
@@ -46,14 +49,59 @@ async def test_the_server_lists_every_tool_with_annotations_a_description_and_an
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     for tool in tools.values():
-        assert tool.annotations is not None and tool.annotations.destructive_hint is False
+        assert tool.annotations is not None and tool.annotations.open_world_hint is False
         writes = tool.name.startswith(("memory_write", "memory_amend", "context_record", "memory_trigger"))
         assert tool.annotations.read_only_hint is not writes
+        if writes:  # the spec's destructive hint means something only for a tool that writes
+            assert tool.annotations.destructive_hint is False
         assert tool.output_schema is not None and tool.description and "Returns" in tool.description
     write_args = tools["memory_write"].input_schema["properties"]
     assert write_args["importance"]["minimum"] == 1 and write_args["importance"]["maximum"] == 5
     assert write_args["tags"]["type"] == "array" and write_args["gesture"]["maxLength"] == 2000
     assert tools["memory_write"].input_schema["required"] == ["gesture"]
+
+
+# Every agent carries the tools list in its context for a whole session.
+TOOLS_LIST_BYTES = 24 * 1024
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+async def test_the_tools_list_fits_in_24_kb_and_each_description_says_when_to_use_it_in_three_sentences(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        tools = (await client.list_tools()).tools
+    listed = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+    size = len(json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode())
+    assert size <= TOOLS_LIST_BYTES, size
+    for tool in tools:
+        assert tool.description is not None and "\n" not in tool.description
+        assert 1 <= len(SENTENCE_END.findall(tool.description)) <= 3, tool.description
+        properties = tool.input_schema["properties"].values()
+        assert not [prop for prop in properties if "title" in prop], tool.name  # the argument's name says it
+
+
+async def test_a_result_conforms_to_the_outline_its_tool_lists(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    async with Client(create_server(local_settings, jobs=dispatcher), raise_exceptions=True) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        written = await client.call_tool("memory_write", {"gesture": "Swam 40 lengths on Thursday"})
+        found = await client.call_tool("memory_search", {"query": "swam", "mode": "keyword"})
+    for name, result in (("memory_write", written), ("memory_search", found)):
+        outline = tools[name].output_schema
+        assert outline is not None and result.structured_content is not None
+        assert set(result.structured_content) <= set(outline["properties"]), name
+        for field, value in result.structured_content.items():
+            kinds = outline["properties"][field]["type"]
+            allowed = {kinds} if isinstance(kinds, str) else set(kinds)
+            if "number" in allowed:
+                allowed.add("integer")  # JSON Schema's number holds the integers
+            assert JSON_TYPES[type(value)] in allowed, (name, field, value)
+
+
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+JSON_TYPES[type(None)] = "null"
 
 
 async def test_a_written_memory_is_keyword_searchable_at_once_in_chinese_and_english(
