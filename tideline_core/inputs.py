@@ -24,7 +24,7 @@ from tideline_core.choices import TURN_ROLES
 from tideline_core.errors import InvalidInput
 from tideline_core.timeutil import parse_instant
 
-# Size limits, documented in the README: generous for prose, bounded so one call cannot flood memory.
+# Size limits, documented in docs/memory-rules.md: generous for prose, bounded so one call cannot flood memory.
 MAX_GESTURE = 2_000
 MAX_FIELD = 20_000
 MAX_TURN = 100_000

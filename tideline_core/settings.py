@@ -44,7 +44,7 @@ def is_loopback(host: str) -> bool:
 
 
 class Settings(BaseSettings):
-    """Every knob, with its default. The README's settings table mirrors this class."""
+    """Every knob, with its default; docs/settings.md describes them, docs/reference/settings.md is generated here."""
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 

@@ -1,6 +1,6 @@
 """`tideline eval locomo --links` on a slice of LoCoMo: the scan's links to the benchmark's facts are mostly right.
 
-A sanity check of the measurement, not the figure itself (that is the whole dev file, see the README):
+A sanity check of the measurement, not the figure itself (that is the whole dev file, see docs/retrieval.md):
 one conversation's first sessions with the real embedder, through the service.
 """
 

@@ -360,9 +360,9 @@ def test_availability_is_a_settings_check_that_opens_no_database(
     assert "cannot be created or written to" in blocked
 
 
-def test_the_readme_documents_every_hook_and_tool_of_the_hermes_provider() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("#### Hermes Agent") : readme.index("## The dream")]
+def test_the_connecting_guide_documents_every_hook_and_tool_of_the_hermes_provider() -> None:
+    guide = (ROOT / "docs" / "connecting.md").read_text(encoding="utf-8")
+    section = guide[guide.index("### Hermes Agent") : guide.index("## Claude Code and Codex hooks")]
     names = [*(name for name in vars(Documented) if not name.startswith("_")), "hermes_agent.memory_providers"]
     tools = [schema["name"] for schema in TidelineMemoryProvider().get_tool_schemas()]
     assert [name for name in [*names, *tools, "install_plugin_dir"] if f"`{name}" not in section] == []

@@ -35,7 +35,7 @@ INDEXES = {
     ("context", "base"): "ix_embeddings_vec_context_base",
     ("context", "ctx"): "ix_embeddings_vec_context_ctx",
 }
-EF_SEARCH = 400  # HNSW candidates per walk (TIDELINE_PG_EF_SEARCH); README "Scale" has the recall each gives
+EF_SEARCH = 400  # HNSW candidates per walk (TIDELINE_PG_EF_SEARCH); docs/benchmarks.md "Scale": the recall each gives
 HNSW_M = 16  # pgvector's defaults for the graph (build time grows steeply with either)
 HNSW_EF_CONSTRUCTION = 64
 MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
