@@ -1,8 +1,8 @@
 """One beat at a time: the scheduler that sends only while it holds the schedule's lock in Redis.
 
 Every `tideline beat` runs `SingleBeatScheduler`. On each tick it takes or renews the lock
-`tideline:beat-lock` (SET NX with an expiry of `TIDELINE_BEAT_LOCK_SECONDS`, renewed compare-and-expire
-by its holder at least three times a span) and only then looks for due tasks. Any other beat on the
+`tideline:beat-lock` (redis-py's `Lock`, with an expiry of `TIDELINE_BEAT_LOCK_SECONDS`, renewed by its
+holder at least three times a span) and only then looks for due tasks. Any other beat on the
 same Redis finds the lock held, sends nothing and stands by, trying again every third of a span; when
 the holder stops (it releases the lock) or dies (its lock lapses), one of them takes over. A holder
 that fails to renew — Redis unreachable, or the process paused past the span — stops sending at once.
@@ -11,6 +11,11 @@ When each entry last ran is kept in Redis too (`tideline:beat-last-run`), so a b
 neither repeats what the previous one sent (tonight's dream) nor misses what came due during the
 hand-over. Each beat also announces itself (`tideline:beat:<host>#<pid>`, active or standby) for
 `tideline status` and the `tideline health beat` probe.
+
+Why not celery-redbeat (2.4.2), which also keeps one beat on a Redis lock: a beat standing by there
+waits inside its start-up signal, blocked on the lock, so it neither announces itself nor answers
+a probe until it takes over, and it swaps redis-py's extend script for its own. Here the lock is
+redis-py's `Lock` as it ships, and the schedule Celery's own.
 """
 
 from __future__ import annotations
@@ -26,19 +31,14 @@ from typing import Any
 import redis
 from celery.beat import ScheduleEntry, Scheduler
 
+from workers import locks
+
 log = logging.getLogger(__name__)
 
 LOCK_KEY = "tideline:beat-lock"
 LAST_RUN_KEY = "tideline:beat-last-run"
 BEAT_PREFIX = "tideline:beat:"
 ACTIVE, STANDBY = "active", "standby"
-
-# Compare-and-expire / compare-and-delete: only the holder's token may renew or free the lock, so a beat
-# whose lock lapsed and was taken can never extend or release the new holder's.
-_EXTEND = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) else return 0 end"
-)
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
 
 @dataclass(frozen=True)
@@ -115,11 +115,11 @@ class SingleBeatScheduler(Scheduler):
     def _hold(self) -> bool:
         """Renew the lock if this beat holds it, else try to take it; whether it is held now."""
         if self._holding:
-            if self._redis.eval(_EXTEND, 1, LOCK_KEY, self._node, self._ttl):
+            if locks.renew(self._redis, LOCK_KEY, self._node, self._ttl):
                 return True
             self._holding = False
             log.warning("beat %s lost the schedule (its lock lapsed or was taken); standing by", self._node)
-        if self._redis.set(LOCK_KEY, self._node, nx=True, ex=self._ttl):
+        if locks.take(self._redis, LOCK_KEY, self._node, self._ttl):
             self._holding = True
             self._refused_by = None
             self._take_over()
@@ -171,7 +171,7 @@ class SingleBeatScheduler(Scheduler):
         """Free the lock at once (a beat standing by takes over on its next try) and withdraw the announcement."""
         try:
             if self._holding:
-                self._redis.eval(_RELEASE, 1, LOCK_KEY, self._node)
+                locks.let_go(self._redis, LOCK_KEY, self._node)
                 log.info("beat %s released the schedule", self._node)
             self._redis.delete(BEAT_PREFIX + self._node)
         except redis.RedisError as exc:

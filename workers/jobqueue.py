@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 from celery import Celery
-from kombu.exceptions import KombuError
+from kombu.exceptions import ChannelError, KombuError
 from redis.exceptions import RedisError
 
 from tideline_core.service.jobs import TaskResult, TaskState
@@ -45,9 +45,15 @@ def embed_mark(agent_id: str) -> str:
     return EMBED_MARK + agent_id
 
 
-# kombu's Redis transport keeps one list per priority step: `name`, then `name\x06\x16{3,6,9}`.
-_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 _BROKER_ERRORS = (KombuError, RedisError, OSError)
+
+
+def _depth(channel: Any, queue: str) -> int:
+    """Messages waiting in `queue`, as the transport counts them (a passive declare: every priority list of it)."""
+    try:
+        return int(channel.queue_declare(queue=queue, passive=True).message_count)
+    except ChannelError:  # no message was ever left in it (the Redis transport has no queue without one)
+        return 0
 
 
 class CeleryJobQueue:
@@ -232,16 +238,12 @@ class CeleryJobQueue:
         if self._circuit_open():
             return None
         try:
-            pipe = self._redis.pipeline(transaction=False)
-            for queue in Queue:
-                for suffix in _PRIORITY_SUFFIXES:
-                    pipe.llen(f"{queue}{suffix}")
-            lengths = pipe.execute()
+            with self._app.connection_for_read() as connection:
+                channel = connection.default_channel
+                return {str(queue): _depth(channel, str(queue)) for queue in Queue}
         except _BROKER_ERRORS as exc:
             self._trip("queue depths", exc)
             return None
-        steps = len(_PRIORITY_SUFFIXES)
-        return {str(q): int(sum(lengths[i * steps : (i + 1) * steps])) for i, q in enumerate(Queue)}
 
     def workers(self) -> dict[str, list[str]] | None:
         """From the workers' heartbeats in Redis (one scan), not a broadcast that waits for replies.

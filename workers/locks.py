@@ -1,4 +1,4 @@
-"""The per-agent nightly dream lock in Redis (SET NX with expiry, compare-and-delete release).
+"""The per-agent nightly dream lock in Redis, on redis-py's `Lock` (tokened, with an expiry, never blocking).
 
 The nightly chain holds it from its first stage to its last (released at the end, and by an
 errback when a stage fails). Manual triggers (recluster, refresh, graph, scan) are *refused*
@@ -12,18 +12,48 @@ Publishers (the job queue, the CLI) may import this module: it needs only redis-
 from __future__ import annotations
 
 import redis
+from redis.exceptions import LockNotOwnedError
+from redis.lock import Lock
 
 from tideline_core.errors import Conflict
 
 PREFIX = "tideline:dream-lock:"
 NIGHTLY = "nightly"
 
-# Compare-and-delete / compare-and-expire: only the holder's token may release or extend the lock,
-# so a chain whose lock expired and was taken by another run can never free that run's lock.
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-_EXTEND = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) else return 0 end"
-)
+
+def held_by(client: redis.Redis, key: str, token: str, ttl_seconds: float | None = None) -> Lock:
+    """redis-py's lock on `key` as `token` holds it, whichever process or thread took it.
+
+    The nightly lock is taken by one task and extended and released by others (and beat's by the one
+    beat, across its ticks), so the token travels with the work rather than living in the `Lock`
+    that took it: only the holder's token may extend or release, so a run whose lock lapsed and was
+    taken by another can never free that run's lock.
+    """
+    lock = client.lock(key, timeout=ttl_seconds, blocking=False, thread_local=False)
+    lock.local.token = client.get_encoder().encode(token)
+    return lock
+
+
+def take(client: redis.Redis, key: str, token: str, ttl_seconds: float) -> bool:
+    """Take `key` for `token` if nobody holds it."""
+    return bool(client.lock(key, timeout=ttl_seconds, blocking=False, thread_local=False).acquire(token=token))
+
+
+def renew(client: redis.Redis, key: str, token: str, ttl_seconds: float) -> bool:
+    """Reset the expiry to `ttl_seconds` if `token` still holds `key`."""
+    try:
+        return bool(held_by(client, key, token, ttl_seconds).extend(ttl_seconds, replace_ttl=True))
+    except LockNotOwnedError:
+        return False
+
+
+def let_go(client: redis.Redis, key: str, token: str) -> bool:
+    """Free `key` if `token` holds it (a second call is a no-op)."""
+    try:
+        held_by(client, key, token).release()
+    except LockNotOwnedError:
+        return False
+    return True
 
 
 def redis_client_url(broker_url: str) -> str:
@@ -45,7 +75,7 @@ def nightly_token(run_id: str) -> str:
 
 def acquire(client: redis.Redis, agent_id: str, token: str, ttl_seconds: int) -> bool:
     """Take the agent's lock for `token`; False when someone holds it."""
-    return bool(client.set(lock_key(agent_id), token, nx=True, ex=ttl_seconds))
+    return take(client, lock_key(agent_id), token, ttl_seconds)
 
 
 def holder(client: redis.Redis, agent_id: str) -> str | None:
@@ -58,12 +88,12 @@ def holder(client: redis.Redis, agent_id: str) -> str | None:
 
 def extend(client: redis.Redis, agent_id: str, token: str, ttl_seconds: int) -> bool:
     """Reset the expiry if `token` still holds the lock."""
-    return bool(client.eval(_EXTEND, 1, lock_key(agent_id), token, ttl_seconds))
+    return renew(client, lock_key(agent_id), token, ttl_seconds)
 
 
 def release(client: redis.Redis, agent_id: str, token: str) -> bool:
     """Free the lock if `token` holds it (idempotent: a second release is a no-op)."""
-    return bool(client.eval(_RELEASE, 1, lock_key(agent_id), token))
+    return let_go(client, lock_key(agent_id), token)
 
 
 def nightly_running_message(agent_id: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +57,12 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
     assert {stage.name for stage in STAGES} <= set(commands)
     schema = Job.__metadata__[0].json_schema
     assert schema["enum"] == ["dream", *(stage.name for stage in STAGES)]
-    assert all(f"- {stage.name}: {stage.summary}" in TRIGGER_DESCRIPTION for stage in STAGES)
+    # The tool's description stays short (it sits in every agent's context): it points at `job`, whose enum is
+    # the registry's; each stage's summary is in the stages reference, generated from the registry (and kept
+    # current by tests/test_docs_reference.py).
+    assert "`job`" not in TRIGGER_DESCRIPTION and "stage" in TRIGGER_DESCRIPTION
+    reference = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "dream-stages.md").read_text("utf-8")
+    assert all(f"## `{stage.name}`\n\n{stage.summary}" in reference for stage in STAGES)
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))
     chain = nightly_chain(app, "alice", "token", "2026-11-30")
     assert [task.task for task in chain.tasks[:-1]] == [stage_task(stage.name) for stage in nightly_stages()]
