@@ -13,6 +13,7 @@ from sqlalchemy.exc import SAWarning
 from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.inputs import NarrativeIn, SearchIn
+from tideline_core.search import pg_keywords
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -125,6 +126,10 @@ def test_memories_amended_before_the_upgrade_are_found_by_their_notes_and_embedd
 ) -> None:
     with database.write() as conn:  # as an older release stored an amendment: the note in no index
         swim = insert_narrative(conn, "alice", NarrativeIn(gesture="Swimming on Thursday evenings")).id
+        # A memory holding the word itself: the keyword index answers, not a fallback that reads the notes.
+        dinner = insert_narrative(conn, "alice", NarrativeIn(gesture="Dinner with Sam on Friday")).id
+        if database.dialect == "postgresql":  # its keyword row written, as a search then wrote it, without the note
+            pg_keywords.catch_up(conn, "alice")
         conn.execute(
             insert(Amendment).values(narrative_id=swim, agent_id="alice", note="moved to Friday", created_at=utcnow())
         )
@@ -132,9 +137,10 @@ def test_memories_amended_before_the_upgrade_are_found_by_their_notes_and_embedd
         conn.execute(text("UPDATE alembic_version SET version_num = '0007'"))
     Database.open(settings.resolved_database_url).close()  # the upgrade
 
-    if database.dialect == "sqlite":  # PostgreSQL's keyword rows are the searcher's: found by meaning once re-embedded
-        service = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder(), database=database)
-        found = service.search("alice", SearchIn(query="Friday", mode="keyword", kinds="narratives"))
-        assert [hit.id for hit in found.hits] == [swim]
+    service = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder(), database=database)
+    found = service.search("alice", SearchIn(query="Friday", mode="keyword", kinds="narratives"))
+    assert sorted(hit.id for hit in found.hits) == [swim, dinner]
+    again = service.search("alice", SearchIn(query="swimming", mode="keyword", kinds="narratives"))
+    assert [hit.id for hit in again.hits] == [swim]  # counted once in the statistics, its own words still found
     with database.read() as conn:
         assert conn.execute(select(Narrative.embedding_state).where(Narrative.id == swim)).scalar_one() == "pending"
