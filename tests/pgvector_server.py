@@ -68,6 +68,40 @@ def admin_url() -> str | None:
 
 
 @functools.cache
+def unusable(admin: str) -> str | None:
+    """Why pgvector on `admin`'s server cannot compute a distance here, or None when it can.
+
+    A pgvector built for a newer CPU than this one (`-march=native` on the builder) loads, then dies
+    of an illegal instruction at its first distance and takes the server into recovery: every test
+    after it would fail on a closed connection. Asked once, in a database of its own.
+    """
+    probe = fresh_database(admin)
+    engine = create_engine(probe, connect_args={"connect_timeout": 10})
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            # As long as a stored embedding: a short vector takes the scalar path that runs anywhere.
+            vector = "[" + ",".join(str(i % 7 / 7) for i in range(384)) + "]"
+            conn.execute(
+                text("SELECT CAST(:v AS vector) <=> CAST(:v AS vector), CAST(:v AS halfvec) <=> CAST(:v AS halfvec)"),
+                {"v": vector},
+            )
+        return None
+    except Exception as exc:  # the backend died under the probe: say so instead of failing every test after it
+        return (
+            f"pgvector on {make_url(admin).render_as_string()} failed its first distance ({exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0]}); a build for another CPU dies of an illegal instruction (the server log says "
+            "'terminated by signal 4'). Set TIDELINE_TEST_DATABASE_URL to a PostgreSQL whose pgvector runs on this CPU"
+        )
+    finally:
+        engine.dispose()
+        try:
+            drop_database(admin, probe)
+        except Exception:  # a server still recovering: its temporary database goes with the next cleanup
+            pass
+
+
+@functools.cache
 def plain_admin_url() -> tuple[str | None, str]:
     """TIDELINE_TEST_POSTGRES_URL (or the default) when it answers and cannot load pgvector; else None and why not."""
     url = os.environ.get("TIDELINE_TEST_POSTGRES_URL", DEFAULT)
@@ -98,11 +132,14 @@ def copied_database(admin: str, template: str) -> str:
 
 
 def required_admin_url() -> str:
-    """`admin_url()`, or the calling test (or fixture) skips, saying why there is none."""
+    """`admin_url()`, or the calling test (or fixture) skips, saying why there is none, or fails when pgvector cannot run here."""
     pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
     admin = admin_url()
     if admin is None:
         pytest.skip(f"no PostgreSQL with pgvector: {'; '.join(WHY)}")
+    broken = unusable(admin)
+    if broken is not None:  # a failure, not a skip: a suite that skipped its PostgreSQL half would look green
+        pytest.fail(broken, pytrace=False)
     return admin
 
 
