@@ -16,6 +16,7 @@ it, saying why, without a server.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -95,10 +96,8 @@ def unusable(admin: str) -> str | None:
         )
     finally:
         engine.dispose()
-        try:
+        with contextlib.suppress(Exception):  # a server still recovering: the probe's database goes with it
             drop_database(admin, probe)
-        except Exception:  # a server still recovering: its temporary database goes with the next cleanup
-            pass
 
 
 @functools.cache
@@ -132,7 +131,7 @@ def copied_database(admin: str, template: str) -> str:
 
 
 def required_admin_url() -> str:
-    """`admin_url()`, or the calling test (or fixture) skips, saying why there is none, or fails when pgvector cannot run here."""
+    """`admin_url()`; the calling test (or fixture) skips, saying why, without one, and fails if its pgvector cannot run."""
     pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
     admin = admin_url()
     if admin is None:
