@@ -131,7 +131,7 @@ def copied_database(admin: str, template: str) -> str:
 
 
 def required_admin_url() -> str:
-    """`admin_url()`; the calling test (or fixture) skips, saying why, without one, and fails if its pgvector cannot run."""
+    """`admin_url()`; the caller skips, saying why, without one, and fails if its pgvector cannot run here."""
     pytest.importorskip("psycopg", reason="PostgreSQL tests need psycopg (pip install -e '.[test]')")
     admin = admin_url()
     if admin is None:
