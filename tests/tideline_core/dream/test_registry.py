@@ -57,9 +57,9 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
     assert {stage.name for stage in STAGES} <= set(commands)
     schema = Job.__metadata__[0].json_schema
     assert schema["enum"] == ["dream", *(stage.name for stage in STAGES)]
-    # The tool's description stays short (it sits in every agent's context): it points at `job`, whose enum is
-    # the registry's; each stage's summary is in the stages reference, generated from the registry (and kept
-    # current by tests/test_docs_reference.py).
+    # The tool's description stays short (it sits in every agent's context) and lists no stages: the `job`
+    # argument's enum is the registry's, and each stage's summary is in the stages reference generated from it
+    # (kept current by tests/test_docs_reference.py).
     assert "`job`" not in TRIGGER_DESCRIPTION and "stage" in TRIGGER_DESCRIPTION
     reference = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "dream-stages.md").read_text("utf-8")
     assert all(f"## `{stage.name}`\n\n{stage.summary}" in reference for stage in STAGES)
