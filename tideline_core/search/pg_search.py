@@ -3,7 +3,7 @@
 `HybridSearch`'s recipe and contract (`SearchOutcome`, the same signals, weights, fusion, joins
 and neighbour spreading), with every candidate list read from the database at query time:
 
-- ``kw`` / ``kw_ctx``: BM25 (the in-memory index's k1, b and word groups) over the `fts_kw` and
+- ``kw`` / ``kw_ctx``: BM25 (the in-memory index's k1, b, word groups and crossing words) over the `fts_kw` and
   `fts_ctx` tsvectors (`pg_keywords`); rows written since the last query are indexed first (up to a
   bound; the embed task indexes a larger backlog), so a write is found by the next query. When BM25
   finds nothing, the store's LIKE lookup answers (a single CJK character, part of an identifier), as
@@ -36,8 +36,10 @@ from tideline_core.embedding import Embedder
 from tideline_core.inputs import SearchIn
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
+from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.hybrid import KEYWORD_DEPTH, HybridSearch, _Query, _Snapshot
 from tideline_core.search.joins import JoinCorpus, session_joins
+from tideline_core.search.pg_keywords import ViewStats
 from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.when import TimeWindow
@@ -47,6 +49,7 @@ from tideline_core.store.embeddings import unembedded
 from tideline_core.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
+SCRIPTS_KEPT = 1024  # agents whose store's scripts are remembered (then forgotten all at once)
 CATCH_UP_ROWS = 500  # rows a search indexes before it answers, at most (about a second's worth after a big import)
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -63,6 +66,7 @@ class PostgresSearch(HybridSearch):
     def __init__(self, db: Database, embedder: Embedder, *, ef_search: int = pg_vectors.EF_SEARCH, **options: Any):
         super().__init__(db, embedder, **options)
         self.ef_search = ef_search
+        self._store_scripts: dict[tuple[str, tuple[str, ...]], tuple[tuple[object, ...], bool]] = {}
 
     def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
         """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
@@ -121,6 +125,11 @@ class PostgresSearch(HybridSearch):
                 )
                 groups = {**groups, **begun}
             stats = pg_keywords.view_stats(conn, agent_id, views, terms)
+            crossing = crossing_terms(terms, lambda _: True) if self._bilingual(conn, agent_id, q.kinds, stats) else []
+            if crossing:
+                # A word of the question in the other language is the same word: asked for as one of its own.
+                terms = {**terms, **dict.fromkeys(crossing, CROSSING_WEIGHT)}
+                stats = pg_keywords.view_stats(conn, agent_id, views, terms)
         scored = [view for view in views if view in stats]
 
         def score(kind_view: tuple[str, str]) -> list[tuple[int, float]]:
@@ -152,6 +161,20 @@ class PostgresSearch(HybridSearch):
                 with self.db.read() as conn:
                     hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
                 signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
+
+    def _bilingual(
+        self, conn: Connection, agent_id: str, kinds: Sequence[str], stats: Mapping[tuple[str, str], ViewStats]
+    ) -> bool:
+        """Whether the agent's store holds words of both scripts, asked again only once its views' totals change."""
+        key, mark = (agent_id, tuple(kinds)), tuple(sorted((view, s.rows, s.tokens) for view, s in stats.items()))
+        known = self._store_scripts.get(key)
+        if known is not None and known[0] == mark:
+            return known[1]
+        found = pg_keywords.bilingual(conn, agent_id, kinds)
+        if len(self._store_scripts) >= SCRIPTS_KEPT:
+            self._store_scripts.clear()
+        self._store_scripts[key] = (mark, found)
+        return found
 
     def _row_signals(
         self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals

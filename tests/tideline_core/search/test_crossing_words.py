@@ -1,6 +1,7 @@
 """A keyword question in one language finds a memory written in the other, where the store holds both.
 
-The service's in-memory searcher on SQLite (PostgreSQL's and the hook's keyword searchers do not cross).
+The service's searcher of this run's backend: in memory on SQLite, the database's own on PostgreSQL (the hook's
+FTS5 searcher without a server does not cross).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from tideline_core.settings import Settings
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    settings = Settings(home=tmp_path, embedder="none", database_url=f"sqlite:///{tmp_path / 'memory.db'}")
+def service(tmp_path: Path, store_url: str) -> Iterator[Service]:
+    settings = Settings(home=tmp_path, embedder="none", database_url=store_url)
     built = compose(settings, jobs=NullJobQueue(), embedder=NoEmbedder())
     yield built
     built.close()
@@ -54,6 +55,15 @@ def test_a_store_in_one_language_is_searched_by_the_question_words_alone(service
     remember(service, "We repainted the garden fence green")
 
     assert found(service, "打印机") == []
+
+
+def test_a_store_that_becomes_bilingual_is_crossed_from_the_next_search(service: Service) -> None:
+    remember(service, "The printer on the third floor jams every morning")
+    assert found(service, "打印机") == []
+
+    swim = remember(service, "周四晚上去游泳，教练叫小林")
+
+    assert found(service, "swim")[:1] == [swim]
 
 
 def test_a_question_word_the_dictionary_does_not_cross_finds_nothing_in_the_other_language(service: Service) -> None:
