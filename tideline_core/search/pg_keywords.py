@@ -317,18 +317,16 @@ def words_beginning(
     return [str(r.term) for r in found]
 
 
-def bilingual(conn: Connection, agent_id: str, kinds: Sequence[str]) -> bool:
-    """Whether the agent's keyword terms of `kinds` hold words of both Chinese and Latin script (then a question
+def bilingual(conn: Connection, agent_id: str, kind: str) -> bool:
+    """Whether the agent's keyword terms of `kind` hold words of both Chinese and Latin script (then a question
     may cross, `search.glossary`)."""
     # Each pattern written into the statement, not bound: the planner matches it to its partial index (0010).
     exists = [
-        "EXISTS (SELECT 1 FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) AND view = 'kw' "
+        "EXISTS (SELECT 1 FROM fts_terms WHERE agent_id = :agent AND kind = :kind AND view = 'kw' "
         f"AND rows > 0 AND term ~ '{pattern}')"
         for pattern in (HAN_TERM, LATIN_TERM)
     ]
-    found = conn.execute(
-        text(" AND ".join(["SELECT true", *exists])), {"agent": agent_id, "kinds": list(kinds)}
-    ).scalar()
+    found = conn.execute(text(" AND ".join(["SELECT true", *exists])), {"agent": agent_id, "kind": kind}).scalar()
     return bool(found)
 
 

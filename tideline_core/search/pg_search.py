@@ -66,7 +66,7 @@ class PostgresSearch(HybridSearch):
     def __init__(self, db: Database, embedder: Embedder, *, ef_search: int = pg_vectors.EF_SEARCH, **options: Any):
         super().__init__(db, embedder, **options)
         self.ef_search = ef_search
-        self._store_scripts: dict[tuple[str, tuple[str, ...]], tuple[tuple[object, ...], bool]] = {}
+        self._store_scripts: dict[tuple[str, str], tuple[tuple[object, ...], bool]] = {}
 
     def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
         """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
@@ -125,11 +125,13 @@ class PostgresSearch(HybridSearch):
                 )
                 groups = {**groups, **begun}
             stats = pg_keywords.view_stats(conn, agent_id, views, terms)
-            crossing = crossing_terms(terms, lambda _: True) if self._bilingual(conn, agent_id, q.kinds, stats) else []
+            # A word of the question in the other language is the same word: asked for as one of its own, of each
+            # kind whose rows hold both scripts (as the in-memory index asks each kind's shard).
+            crossed = [kind for kind in q.kinds if self._bilingual(conn, agent_id, kind, stats)]
+            crossing = dict.fromkeys(crossing_terms(terms, lambda _: True) if crossed else (), CROSSING_WEIGHT)
             if crossing:
-                # A word of the question in the other language is the same word: asked for as one of its own.
-                terms = {**terms, **dict.fromkeys(crossing, CROSSING_WEIGHT)}
-                stats = pg_keywords.view_stats(conn, agent_id, views, terms)
+                stats = pg_keywords.view_stats(conn, agent_id, views, {**terms, **crossing})
+        asked = {kind: {**terms, **crossing} if kind in crossed else terms for kind in q.kinds}
         scored = [view for view in views if view in stats]
 
         def score(kind_view: tuple[str, str]) -> list[tuple[int, float]]:
@@ -140,7 +142,7 @@ class PostgresSearch(HybridSearch):
                     agent_id,
                     kind,
                     view,
-                    terms,
+                    asked[kind],
                     KEYWORD_DEPTH,
                     params.since,
                     params.until,
@@ -163,14 +165,15 @@ class PostgresSearch(HybridSearch):
                 signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
     def _bilingual(
-        self, conn: Connection, agent_id: str, kinds: Sequence[str], stats: Mapping[tuple[str, str], ViewStats]
+        self, conn: Connection, agent_id: str, kind: str, stats: Mapping[tuple[str, str], ViewStats]
     ) -> bool:
-        """Whether the agent's store holds words of both scripts, asked again only once its views' totals change."""
-        key, mark = (agent_id, tuple(kinds)), tuple(sorted((view, s.rows, s.tokens) for view, s in stats.items()))
+        """Whether the agent's rows of `kind` hold words of both scripts, asked again once that kind's totals change."""
+        key = (agent_id, kind)
+        mark = tuple(sorted((view, s.rows, s.tokens) for (of, view), s in stats.items() if of == kind))
         known = self._store_scripts.get(key)
         if known is not None and known[0] == mark:
             return known[1]
-        found = pg_keywords.bilingual(conn, agent_id, kinds)
+        found = pg_keywords.bilingual(conn, agent_id, kind)
         if len(self._store_scripts) >= SCRIPTS_KEPT:
             self._store_scripts.clear()
         self._store_scripts[key] = (mark, found)
