@@ -191,6 +191,18 @@ def test_the_core_imports_no_task_queue_no_protocol_and_no_broker() -> None:
     assert all(not importers("tideline_core", edge) for edge in ("workers", "mcp_server", "tideline_cli"))
 
 
+def test_the_core_takes_numpy_from_the_module_that_imports_it_on_first_use() -> None:
+    # One `import numpy` that runs would load it in every process again, a hook without a server included.
+    direct = {
+        module
+        for module, imported in RUNTIME.items()
+        if module.startswith("tideline_core")
+        and module != "tideline_core.numeric"
+        and any(name == "numpy" or name.startswith("numpy.") for name in imported)
+    }
+    assert direct == set()
+
+
 def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None:
     # The prompt templates are the bottom of the chain: the core renders them, they know nothing of it.
     assert edges("package").get("prompts", set()) == set()

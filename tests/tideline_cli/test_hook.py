@@ -34,8 +34,10 @@ HEAVY = ("sqlalchemy", "numpy", "onnxruntime", "tideline_core", "pydantic", "cel
 # What the store opened here never needs: the model, HTTP clients, the server's frameworks, PostgreSQL's drivers.
 MODEL_AND_CLIENTS = ("onnxruntime", "tokenizers", "httpx", "httpcore")
 NOT_WITHOUT_A_SERVER = (*MODEL_AND_CLIENTS, "mcp", "starlette", "uvicorn", "asyncpg", "psycopg")
-# What a per-turn block never needs: PostgreSQL's dialect on a SQLite store, the schemas of the dream's LLM answers.
+# What a per-turn block never needs: PostgreSQL's dialect on a SQLite store, the schemas of the dream's LLM answers,
+# numpy (no vector is computed: `tideline_core.numeric` imports it on first use).
 NOT_FOR_A_PROMPT_ON_SQLITE = (
+    "numpy",
     "sqlalchemy.dialects.postgresql",
     "tideline_core.dream.asking",
     "tideline_core.dream.answers",

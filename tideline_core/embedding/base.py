@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
-
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING, Protocol
 
 from tideline_core.errors import EmbedderUnavailable
+from tideline_core.numeric import np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 class Embedder(Protocol):

@@ -6,10 +6,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from tideline_core.embedding.base import normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
+from tideline_core.numeric import np
 
 if TYPE_CHECKING:
     import httpx

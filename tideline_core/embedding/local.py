@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from tideline_core.errors import EmbedderUnavailable
+from tideline_core.numeric import np
 
 if TYPE_CHECKING:
     from tideline_core.embedding.e5 import E5Engine

@@ -22,8 +22,7 @@ from array import array
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 
-import numpy as np
-
+from tideline_core.numeric import np
 from tideline_core.tokens import STOPWORDS, segment, segment_words
 
 _VOWELS = frozenset("aeiouy")

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
-import numpy as np
 from sqlalchemy import select
 
 from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.inputs import ConversationLine, SearchIn
 from tideline_core.memory_text import with_amendment
+from tideline_core.numeric import np
 from tideline_core.records import AmendmentNote, NarrativeRecord
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.joins import JoinRules

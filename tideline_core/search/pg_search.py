@@ -29,11 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-import numpy as np
 from sqlalchemy import Connection, text
 
 from tideline_core.embedding import Embedder
 from tideline_core.inputs import SearchIn
+from tideline_core.numeric import np
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms

@@ -28,10 +28,9 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 from tideline_core.embedding import Embedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
+from tideline_core.numeric import np
 
 SPREADS = 2.5
 MIN_LETTERS = 3

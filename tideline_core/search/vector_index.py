@@ -7,8 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
-
+from tideline_core.numeric import np
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_after

@@ -23,9 +23,9 @@ import weakref
 from collections.abc import Sequence
 from datetime import datetime
 
-import numpy as np
 from sqlalchemy import Connection, Engine, text
 
+from tideline_core.numeric import np
 from tideline_core.store.schema import EXTRACT_SQL
 
 DIM = 384

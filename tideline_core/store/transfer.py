@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Connection, Engine, Table, select, text, tuple_
 
+from tideline_core.numeric import np
 from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Base

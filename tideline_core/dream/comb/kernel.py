@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from tideline_core.dream.answers import CombAnswer
 from tideline_core.dream.plan import (
     AddNarrative,
@@ -21,6 +19,7 @@ from tideline_core.dream.plan import (
 )
 from tideline_core.errors import InvalidInput
 from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
+from tideline_core.numeric import np
 from tideline_core.records import NarrativeRecord
 
 DUPLICATE_SIMILARITY = 0.93

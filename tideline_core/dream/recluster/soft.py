@@ -13,11 +13,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from tideline_core.dream.recluster import topics
 from tideline_core.embedding import normalize
 from tideline_core.errors import InvalidInput
+from tideline_core.numeric import np
 
 PER_ITEM = 3
 MINIBATCH_ABOVE = 5000

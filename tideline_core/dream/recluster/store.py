@@ -6,7 +6,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select
 
 from tideline_core.dream.plan import ReplaceSoftClusters, ReplaceTopics
@@ -14,6 +13,7 @@ from tideline_core.dream.recluster.soft import ClusterPair, Route, route, soft_c
 from tideline_core.dream.recluster.topics import topic_clusters
 from tideline_core.errors import NotFound
 from tideline_core.memory_text import NarrativeFields, narrative_prose
+from tideline_core.numeric import np
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob, vectors_after
 from tideline_core.store.schema import (

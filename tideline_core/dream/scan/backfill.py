@@ -34,10 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from tideline_core.embedding import normalize
 from tideline_core.errors import InvalidInput
+from tideline_core.numeric import np
 from tideline_core.search.bm25 import analyze
 from tideline_core.timeutil import as_utc
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Connection, Select, or_, select
 
 from tideline_core.dream.scan.backfill import WINDOW, InferredLink, NarrativeAnchor, TurnAnchor, propose_links
 from tideline_core.dream.scan.scanner import NarrativeRow, ScanReport, TurnRow, scan
+from tideline_core.numeric import np
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_of
 from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource, ScanWatermark

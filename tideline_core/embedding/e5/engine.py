@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from tideline_core.embedding.base import normalize
 from tideline_core.embedding.e5.graph import cached_encoder
 from tideline_core.embedding.e5.tokenizer import Tokenizer
 from tideline_core.embedding.e5.weights import E5Weights
+from tideline_core.numeric import np
 
 ROW_TOKENS = 256  # segments are packed into rows this long: attention across a row is paid for, so keep it short
 ROWS_PER_RUN = 16

@@ -8,10 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tideline_core.embedding.e5.weights import LAYER_NORMS, E5Weights
 from tideline_core.errors import ConfigurationError
+from tideline_core.numeric import np
 
 log = logging.getLogger(__name__)
 

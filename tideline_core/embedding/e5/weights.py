@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import marisa_trie
-import numpy as np
 
 from tideline_core.errors import ConfigurationError
+from tideline_core.numeric import np
 
 MAGIC = b"E5S1"
 BLOCK = 32  # weights per 4-bit block: an fp16 scale and 16 bytes of nibbles
