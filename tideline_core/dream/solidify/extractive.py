@@ -31,7 +31,8 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
   content words (`dream.words`: English nouns and names in one form, never a speaker's name or
   its start; a word of a name it holds × 1.15), then the chunk's heaviest by count × IDF, 6 at
   most. Entities: the speaker, the sentence's entities, the other speakers and entities of the
-  source turns, 16 at most. `entities_role` marks those speakers "speaker" and the known persons
+  source turns, 16 at most, never a speaker known only by the turn's role ("user", "assistant": nobody in
+  particular). `entities_role` marks those speakers "speaker" and the known persons
   mentioned "mentioned", in English whatever the language, so the entity graph counts one role.
 - Entities. jieba's nr/ns/nt/nz words; a run of nouns ending in an institution word (论坛, 公司,
   大学 …) joined into one name (金融科技论坛); capitalised English words and runs of them, less
@@ -44,7 +45,8 @@ Pure: turns in, frozen values out (the caller turns them into `NarrativeIn`s). T
   user or an assistant turn) says anything in the session. Any later turn of another speaker counts
   as the answer: rough, and it errs towards calling a question answered. Both at most 6, earliest
   first, each cut at 500 characters. Its gesture says who, on which day, the first two facts, the
-  first plan not among them and the first open question, in the session's own sentences.
+  first plan not among them and the first open question, in the session's own sentences (each
+  given a full stop where it had no end of its own).
 - Labels (contexts, digest text) are Chinese when the text is mostly CJK: one 汉字 per 3 Latin letters.
 """
 
@@ -60,6 +62,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from tideline_core.choices import TURN_ROLES
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
 from tideline_core.dream.solidify.statements import FACT_WEIGHT, Statement, judge
 from tideline_core.dream.words import english_content, one_form
@@ -92,6 +95,7 @@ TURNS_PER_POINT = 5
 MAX_ITEMS = 6
 ITEM_CHARS = 500
 QUIET_ROLES = frozenset({"system", "tool"})
+_ENDS = ".!?…。！？；"
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK = re.compile(f"[{_HAN}]")
@@ -287,8 +291,12 @@ def digest_text(digest: ExtractedDigest) -> tuple[str, str, str, str]:
     who = _names(digest.who, chinese)
     day = f"{digest.start:%Y-%m-%d}"
     # The headline is who met when and what they said first, in the session's own sentences.
-    said = "".join(digest.what[:2]) if chinese else " ".join(digest.what[:2])
-    planned = [d for d in digest.decisions if d not in digest.what[:2]][:1]
+    said = (
+        "".join(_ended(w, chinese) for w in digest.what[:2])
+        if chinese
+        else " ".join(_ended(w) for w in digest.what[:2])
+    )
+    planned = [_ended(d, chinese) for d in digest.decisions if d not in digest.what[:2]][:1]
     if chinese:
         head = f"会话 {session} 摘要" if session else "对话摘要"
         gesture = f"{head}（{day}）：{who}。{said}" + (f"计划：{planned[0]}" if planned else "")
@@ -546,9 +554,11 @@ def _memory(reading: _Reading, sentence: _Sentence, context: str, facts: Mapping
         [sentence.speaker, *(reading.speakers[i] for i in around if reading.turns[i].role not in QUIET_ROLES)]
     )
     nearby = [name for s in reading.sentences if s.turn in around for name in s.entities]
-    names = _distinct([sentence.speaker, *sentence.entities, *speakers, *nearby])[:MAX_ENTITIES]
+    names = named_people(_distinct([sentence.speaker, *sentence.entities, *speakers, *nearby]))[:MAX_ENTITIES]
     mentioned = [n for n in names if n in reading.known and n not in speakers]
-    roles = [f"{_role_name(n)}=speaker" for n in speakers] + [f"{_role_name(n)}=mentioned" for n in mentioned]
+    roles = [f"{_role_name(n)}=speaker" for n in named_people(speakers)] + [
+        f"{_role_name(n)}=mentioned" for n in mentioned
+    ]
     # A word of a name the sentence holds ("Redis") says more as a tag than its weight alone shows.
     named = {part.lower() for name in sentence.entities for part in name.split()}
     own = _ranked(
@@ -596,6 +606,16 @@ def _distinct(names: Iterable[str]) -> list[str]:
         if name.strip():
             seen.setdefault(name.strip().lower(), name.strip())
     return list(seen.values())
+
+
+def _ended(sentence: str, chinese: bool = False) -> str:
+    """The sentence with a full stop where it had no end of its own, so two quoted in a row read as two."""
+    return sentence if not sentence or sentence[-1] in _ENDS else sentence + ("。" if chinese else ".")
+
+
+def named_people(names: Iterable[str]) -> list[str]:
+    """The names of someone: not a turn's role ("user", "assistant") standing in for a speaker who gave no name."""
+    return [name for name in names if name.lower() not in TURN_ROLES]
 
 
 def _role_name(name: str) -> str:

@@ -26,7 +26,13 @@ from tideline_core.dream.contract import StageContext, StageOutput
 from tideline_core.dream.plan import AddNarrative, Intent, MoveWatermark, Plan
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
 from tideline_core.dream.scan.store import scan_agent
-from tideline_core.dream.solidify.extractive import digest_text, extract_digest, extract_memories, turn_centrality
+from tideline_core.dream.solidify.extractive import (
+    digest_text,
+    extract_digest,
+    extract_memories,
+    named_people,
+    turn_centrality,
+)
 from tideline_core.dream.solidify.store import earlier_digests, session_turns, undigested_sessions
 from tideline_core.errors import BudgetExhausted, InvalidInput
 from tideline_core.inputs import MAX_GESTURE, MAX_LIST, NarrativeIn
@@ -188,13 +194,13 @@ def _digest(ctx: StageContext, agent_id: str, session_id: str) -> _Digested:
         )
         gesture, context, moment, direction = digest_text(extracted)
         tags = list(extracted.tags)
-        related = list(extracted.who)
+        related = named_people(extracted.who)
         origin = "extractive"
     else:
         answer = ctx.ask("digest", DigestAnswer, {"session": session_id, "turns": _turns_data(turns)})
         gesture, context, moment, direction = _digest_fields(answer, turns)
         tags = list(answer.tags)
-        related = list(answer.who)
+        related = named_people(answer.who)
         origin = "llm"
     data = NarrativeIn(
         gesture=gesture[:MAX_GESTURE],

@@ -13,6 +13,7 @@ from tideline_core.dream.solidify.extractive import (
     digest_text,
     extract_digest,
     extract_memories,
+    named_people,
     turn_centrality,
 )
 from tideline_core.errors import InvalidInput
@@ -333,3 +334,35 @@ def test_tags_are_content_words_in_one_form_never_judgements_or_past_tenses() ->
     assert not tags & {"amazing", "regardless", "together", "worked", "signed", "john", "james"}
     assert "programming" in tags
     assert not {"program", "programs"} <= tags
+
+
+def unnamed(lines: list[tuple[str, str]]) -> tuple[TurnRow, ...]:
+    """Turns that name no speaker, only their role, as a runtime that records "user" and "assistant" gives them."""
+    return tuple(
+        TurnRow(i + 1, "s9", role, "", text, T0 + timedelta(minutes=i)) for i, (role, text) in enumerate(lines)
+    )
+
+
+UNNAMED = [
+    ("user", "我周四晚上要去游泳，教练是小林"),
+    ("assistant", "好的，我记下了：周四晚上游泳，教练小林。"),
+    ("user", "Also, my dentist moved me to next Wednesday at 3pm"),
+    ("assistant", "Noted: dentist next Wednesday, 3pm."),
+]
+
+
+def test_speakers_known_only_by_their_role_are_no_entity_of_a_memory_or_a_digest() -> None:
+    memories = extract_memories(Chunk("s9", unnamed(UNNAMED)))
+    assert memories
+    for memory in memories:
+        assert not {"user", "assistant"} & set(memory.related_entities), memory.related_entities
+        assert "user=" not in memory.entities_role and "assistant=" not in memory.entities_role
+    digest = extract_digest("s9", unnamed(UNNAMED))
+    assert digest.who == ("user", "assistant")  # still said in its text: who talked, by role
+    assert named_people(digest.who) == []
+
+
+def test_a_digest_quoting_two_sentences_without_a_full_stop_reads_as_two() -> None:
+    gesture = digest_text(extract_digest("s9", unnamed(UNNAMED)))[0]
+    assert "教练是小林。" in gesture or "Wednesday at 3pm." in gesture, gesture
+    assert "小林 user" not in gesture and "3pm assistant" not in gesture, gesture
