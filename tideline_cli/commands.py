@@ -89,8 +89,12 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
             print(f"    {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     for e in report.last_task_errors:
         print(f"  {e.state}: {e.task_name} at {e.created_at:%Y-%m-%d %H:%M} UTC: {e.detail}")
-    for r in report.dream_runs:
-        print(f"  dream {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
+    listed = {r.id for r in report.last_dream}
+    earlier = [r for r in report.dream_runs if r.id not in listed]  # the latest dream's stages are listed above
+    if earlier:
+        print("  other recent runs:")
+    for r in earlier:
+        print(f"    {r.day} {r.stage}: {r.status}" + (f" ({r.error})" if r.error else ""))
     return 0
 
 

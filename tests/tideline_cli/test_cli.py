@@ -145,6 +145,8 @@ def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> N
 
     db = Database.open(store_of(cli_env))
     refresh = Stage("refresh", "refresh", lambda ctx, agent: StageOutput({"changed": 3}))
+    graph = Stage("graph", "graph", lambda ctx, agent: StageOutput({"nodes": 2}))
+    run_stage(StageContext(db=db, embedder=None), graph, "alice", "2026-11-28", {})  # the night before
     run_stage(StageContext(db=db, embedder=None), refresh, "alice", "2026-11-29", {})
     with db.write() as conn:
         start_run(conn, "alice", "2026-11-29", "recluster", {})
@@ -154,11 +156,14 @@ def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> N
 
     status = tideline(cli_env, "status")
     assert status.returncode == 0, status.stderr
-    assert "dream 2026-11-29 refresh: done" in status.stdout
-    assert "dream 2026-11-29 recluster: failed (vectors contain NaN)" in status.stdout
+    assert "  last dream: 2026-11-29 (nightly)\n" in status.stdout
+    assert status.stdout.count("refresh: done\n") == 1  # listed once, not again among the recent runs
+    assert status.stdout.count("recluster: failed (vectors contain NaN)\n") == 1
+    assert "  other recent runs:\n    2026-11-28 graph: done\n" in status.stdout
     assert "scan" not in status.stdout  # bob's run is bob's
     runs = json.loads(tideline(cli_env, "status", "--json").stdout)["dream_runs"]
-    assert {(r["stage"], r["status"]) for r in runs} == {("refresh", "done"), ("recluster", "failed")}
+    expected = {("graph", "done"), ("refresh", "done"), ("recluster", "failed")}
+    assert {(r["stage"], r["status"]) for r in runs} == expected
 
 
 def test_help_explains_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,6 +105,7 @@ def test_undo_restores_what_it_can_refuses_what_it_cannot_saying_why_and_status_
     assert status.returncode == 0, status.stderr
     for stage, state in (("scan", "done"), ("solidify", "undone"), ("refresh", "undone"), ("recluster", "done")):
         assert f"    {stage}: {state}\n" in status.stdout
+    assert "other recent runs" not in status.stdout  # the latest dream's runs are listed once
     shown_json = json.loads(tideline(env, "status", "--json").stdout)
     assert [(s["stage"], s["status"]) for s in shown_json["last_dream"]["stages"]] == [
         ("scan", "done"),
