@@ -291,12 +291,8 @@ def digest_text(digest: ExtractedDigest) -> tuple[str, str, str, str]:
     who = _names(digest.who, chinese)
     day = f"{digest.start:%Y-%m-%d}"
     # The headline is who met when and what they said first, in the session's own sentences.
-    said = (
-        "".join(_ended(w, chinese) for w in digest.what[:2])
-        if chinese
-        else " ".join(_ended(w) for w in digest.what[:2])
-    )
-    planned = [_ended(d, chinese) for d in digest.decisions if d not in digest.what[:2]][:1]
+    said = ("" if chinese else " ").join(_ended(w) for w in digest.what[:2])
+    planned = [_ended(d) for d in digest.decisions if d not in digest.what[:2]][:1]
     if chinese:
         head = f"会话 {session} 摘要" if session else "对话摘要"
         gesture = f"{head}（{day}）：{who}。{said}" + (f"计划：{planned[0]}" if planned else "")
@@ -608,9 +604,9 @@ def _distinct(names: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
-def _ended(sentence: str, chinese: bool = False) -> str:
-    """The sentence with a full stop where it had no end of its own, so two quoted in a row read as two."""
-    return sentence if not sentence or sentence[-1] in _ENDS else sentence + ("。" if chinese else ".")
+def _ended(sentence: str) -> str:
+    """The sentence with a full stop of its own script where it had no end, so two quoted in a row read as two."""
+    return sentence if not sentence or sentence[-1] in _ENDS else sentence + ("。" if mostly_cjk(sentence) else ".")
 
 
 def named_people(names: Iterable[str]) -> list[str]:

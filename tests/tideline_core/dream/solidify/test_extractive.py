@@ -364,5 +364,5 @@ def test_speakers_known_only_by_their_role_are_no_entity_of_a_memory_or_a_digest
 
 def test_a_digest_quoting_two_sentences_without_a_full_stop_reads_as_two() -> None:
     gesture = digest_text(extract_digest("s9", unnamed(UNNAMED)))[0]
-    assert "教练是小林。" in gesture or "Wednesday at 3pm." in gesture, gesture
+    assert "教练是小林。 user: Also" in gesture and "Wednesday at 3pm." in gesture, gesture
     assert "小林 user" not in gesture and "3pm assistant" not in gesture, gesture
