@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,8 +26,13 @@ import warnings
 from pathlib import Path
 
 POOL = "http://deb.debian.org/debian/pool/main/p/pgvector"
-# Debian's .orig tarball of each release this script knows, by its SHA-256 (from Debian's .dsc).
-PINNED = {"0.8.2": "69f4019389af05dc1c9548deb8628e62878e6e207c03907f2b8af2016472cdaa"}
+# Debian's .orig tarball of each release this script knows, by its SHA-256 (from Debian's .dsc). The wheel's own
+# release is built when the archive still has it; else the newest one it has (with its SQL), as Debian drops old ones.
+PINNED = {
+    "0.8.2": "69f4019389af05dc1c9548deb8628e62878e6e207c03907f2b8af2016472cdaa",
+    "0.8.3": "8c2de212d5d9b3a56e763d9ce7f32b9a00884f536bb4a0334bcdcc72f85a49ff",
+    "0.8.6": "25c9b78cfdaa43c66788d7490246ac24e4fe1c86f19c4b60c089b723f84a4a0d",
+}
 
 
 class CannotBuild(Exception):
@@ -73,7 +79,11 @@ def _source(version: str, into: Path) -> Path:
             archive.extractall(into, filter="data")
         else:
             archive.extractall(into)  # the tarball's digest is pinned above
-    return into / f"pgvector-{version}"
+        # The one folder it holds ("pgvector-0.8.2", or a commit's name in later releases).
+        top = {Path(name).parts[0] for name in archive.getnames() if name}
+    if len(top) != 1:
+        raise CannotBuild(f"{url} does not hold one source folder")
+    return into / top.pop()
 
 
 def build(pg_config: Path) -> Path:
@@ -83,9 +93,9 @@ def build(pg_config: Path) -> Path:
         return Path(subprocess.run([str(pg_config), flag], check=True, capture_output=True, text=True).stdout.strip())
 
     pkglibdir, sharedir = ask("--pkglibdir"), ask("--sharedir")
-    version = _shipped_version(pkglibdir, sharedir)
+    shipped = _shipped_version(pkglibdir, sharedir)
     with tempfile.TemporaryDirectory(prefix="tideline-pgvector-") as scratch:
-        source = _source(version, Path(scratch))
+        source, version = _first_source(shipped, Path(scratch))
         # The wheel's pg_config.h was generated where <xlocale.h> existed; glibc has it in <locale.h>.
         shim = Path(scratch) / "shim"
         shim.mkdir()
@@ -103,7 +113,23 @@ def build(pg_config: Path) -> Path:
         staged.chmod(0o755)
         # A server already running keeps the library it mapped; the next one loads this.
         os.replace(staged, target)
+        if version != shipped:  # the library of another release comes with that release's SQL and default version
+            extension = sharedir / "extension"
+            for script in [source / "vector.control", *sorted((source / "sql").glob("vector--*.sql"))]:
+                shutil.copyfile(script, extension / script.name)
     return target
+
+
+def _first_source(shipped: str, into: Path) -> tuple[Path, str]:
+    """The source of the wheel's release if the archive has it, else of the newest pinned one it has."""
+    newest_first = sorted(PINNED, key=lambda v: tuple(int(part) for part in v.split(".")), reverse=True)
+    reasons = []
+    for version in [shipped, *(v for v in newest_first if v != shipped)] if shipped in PINNED else newest_first:
+        try:
+            return _source(version, into), version
+        except CannotBuild as exc:
+            reasons.append(str(exc))
+    raise CannotBuild("; ".join(reasons))
 
 
 def main(argv: list[str]) -> int:
