@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -129,8 +130,12 @@ class PostgresSearch(HybridSearch):
             # kind whose rows hold both scripts (as the in-memory index asks each kind's shard).
             crossed = [kind for kind in q.kinds if self._bilingual(conn, agent_id, kind, stats)]
             crossing = dict.fromkeys(crossing_terms(terms, lambda _: True) if crossed else (), CROSSING_WEIGHT)
-            if crossing:
-                stats = pg_keywords.view_stats(conn, agent_id, views, {**terms, **crossing})
+            if crossing:  # only the crossing words' row counts are new: the views' totals were just read
+                more = pg_keywords.view_stats(conn, agent_id, views, crossing)
+                stats = {
+                    view: replace(read, df={**read.df, **more[view].df}) if view in more else read
+                    for view, read in stats.items()
+                }
         asked = {kind: {**terms, **crossing} if kind in crossed else terms for kind in q.kinds}
         scored = [view for view in views if view in stats]
 
