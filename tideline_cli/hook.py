@@ -107,7 +107,27 @@ def main(argv: Sequence[str]) -> int:
         from tideline_cli.hook_install import run_install
 
         return run_install(args)
-    return run_event(args, sys.stdin.buffer, sys.stdout)
+    code = run_event(args, sys.stdin.buffer, sys.stdout)
+    if "tideline_cli.hook_local" in sys.modules:
+        _leave(code)
+    return code
+
+
+def _leave(code: int) -> None:
+    """Exit without the interpreter's teardown once the store was opened here.
+
+    By now the answer is written, the store's transaction committed and its connections closed;
+    what is left is unloading the store's libraries object by object, which the runtime would wait
+    for on every prompt.
+    """
+    import logging
+
+    try:
+        sys.stdout.flush()
+    except OSError:  # the runtime stopped reading: nothing more to tell it
+        pass
+    logging.shutdown()
+    os._exit(code)
 
 
 class Environment(NamedTuple):
