@@ -39,7 +39,7 @@ from inject import AGENT, load_average, load_knowledge, load_rows, machine, quer
 from tideline_core.compose import compose
 from tideline_core.dream.recluster import store as clusters
 from tideline_core.service import NullJobQueue
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 TARGET_SERVER_P95 = 150.0  # ms, the whole process, with a server
 TARGET_LOCAL_P95 = 1000.0  # ms, the whole process, without one

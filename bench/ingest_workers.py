@@ -27,7 +27,7 @@ import synthetic
 from harness import sandbox, wait
 
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.status import counts
 from workers.jobqueue import CeleryJobQueue

@@ -50,20 +50,20 @@ import synthetic
 from harness import pct
 from sqlalchemy import insert
 
-from tideline_core import scoring
 from tideline_core.compose import compose
+from tideline_core.domain import scoring
+from tideline_core.domain.inputs import InjectIn, PrefetchIn, ProfileIn, SearchIn, SelfConceptIn, SnapshotIn, ThreadIn
+from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.dream.recluster import store as clusters
 from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.inject.render import Block
-from tideline_core.inputs import InjectIn, PrefetchIn, ProfileIn, SearchIn, SelfConceptIn, SnapshotIn, ThreadIn
-from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.hybrid import HybridSearch, SearchOutcome
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import fts
 from tideline_core.store.embeddings import to_blob
 from tideline_core.store.schema import ContextTurn, Embedding, Narrative, NarrativeSource, NarrativeTag
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 AGENT = "bench"
 BATCH = 5_000

@@ -39,7 +39,7 @@ from mcp import Client, StdioServerParameters
 
 from mcp_server.app import create_server
 from tideline_core.compose import compose
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.status import counts
 from workers.jobqueue import CeleryJobQueue

@@ -56,11 +56,11 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from tests.pgvector_server import admin_url, drop_database, fresh_database
-from tideline_core import scoring
 from tideline_core.compose import build_embedder, compose
+from tideline_core.domain import scoring
+from tideline_core.domain.inputs import NarrativeIn, PrefetchIn, SearchIn
+from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.embedding import LOCAL_MODEL
-from tideline_core.inputs import NarrativeIn, PrefetchIn, SearchIn
-from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.query import question_terms, word_groups

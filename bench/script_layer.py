@@ -43,7 +43,7 @@ from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
 from tideline_core.store.schema import AttentionHit, ContextTurn, Embedding, Narrative, NarrativeSource, NarrativeTag
-from tideline_core.tokens import initialize
+from tideline_core.text.tokens import initialize
 
 AGENT = "bench"
 BATCH = 5_000

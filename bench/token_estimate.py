@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synthetic
 
-from tideline_core.inject.tokens import estimate_tokens
+from tideline_core.text.cost import estimate_tokens
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 

@@ -31,8 +31,8 @@ from sqlalchemy import insert, update
 
 from mcp_server.app import create_server
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

@@ -15,7 +15,7 @@ import tempfile
 os.environ.setdefault("TIDELINE_HOME", tempfile.mkdtemp(prefix="tideline-provider-"))
 os.environ.setdefault("TIDELINE_EMBEDDER", "none")  # this example runs without a worker to embed
 
-from tideline_core.inputs import NarrativeIn, SelfConceptIn
+from tideline_core.domain.inputs import NarrativeIn, SelfConceptIn
 from tideline_provider import TidelineProvider
 
 with TidelineProvider(agent="hermes", session_id="2026-12-01-morning") as memory:

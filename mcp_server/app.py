@@ -50,12 +50,12 @@ from mcp_server.hooks_route import HookRoute
 from mcp_server.tools import inject, register_all
 from mcp_server.tools._edge import invalid, message
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import explain_validation
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
-from tideline_core.inputs import explain_validation
 from tideline_core.service import JobQueue
 from tideline_core.settings import Settings, is_loopback
-from tideline_core.tokens import initialize as load_tokenizer
+from tideline_core.text.tokens import initialize as load_tokenizer
 from workers.jobqueue import CeleryJobQueue
 
 log = logging.getLogger(__name__)

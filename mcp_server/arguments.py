@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tideline_core.inputs import MAX_ID
+from tideline_core.domain.inputs import MAX_ID
 
 # Defaults that say only "none given": an argument left out of `required` already says that.
 EMPTY_DEFAULTS: tuple[Any, ...] = (None, "", [], {})

@@ -12,10 +12,10 @@ from llm_server import prompt_name
 from sqlalchemy import MetaData, select, text
 from sqlalchemy.exc import SAWarning
 
-from tideline_core.inputs import ContextTurnIn
+from tideline_core.domain.inputs import ContextTurnIn
 from tideline_core.service import Service
 from tideline_core.store.database import Database
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 # The dream's own record of a run is not memory: a dump to compare before and after leaves it out.
 RECORD_TABLES = {"dream_runs", "dream_changes", "sqlite_sequence", "alembic_version", "task_events"}

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.schema import NarrativeSource
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import insert, update
 
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.embedding import LOCAL_MODEL
-from tideline_core.inputs import NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
 from tideline_core.store.narratives import insert_narrative

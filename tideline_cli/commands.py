@@ -13,8 +13,8 @@ from tideline_cli.compose import open_service
 from tideline_cli.health import BeatReport, beat_report
 from tideline_cli.output import dumps
 from tideline_cli.stack import redacted_url
+from tideline_core.domain.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.service import StatusReport
 from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings

@@ -13,7 +13,7 @@ from tideline_core.errors import BrokerUnavailable
 
 if TYPE_CHECKING:
     from tideline_core.settings import Settings
-from tideline_core.timeutil import iso
+from tideline_core.text.dates import iso
 
 DESCRIPTION = """\
 The dream digests an agent's day: scan → solidify → refresh → recluster → graph → comb → drift → symbolic.
@@ -79,7 +79,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     with open_service(settings, keyword_only=True) as service:
         if action == "log":
-            from tideline_core.inputs import DreamLogQuery, parse
+            from tideline_core.domain.inputs import DreamLogQuery, parse
 
             query = parse(DreamLogQuery, {"limit": args.limit, "stage": args.log_stage})
             runs = service.dream_log(agent, limit=query.limit, stage=query.stage)

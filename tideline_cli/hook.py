@@ -12,6 +12,7 @@ holds the answer or nothing: a failure is one line in TIDELINE_HOME/logs/hook.lo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -122,10 +123,8 @@ def _leave(code: int) -> None:
     """
     import logging
 
-    try:
+    with contextlib.suppress(OSError):  # the runtime stopped reading: nothing more to tell it
         sys.stdout.flush()
-    except OSError:  # the runtime stopped reading: nothing more to tell it
-        pass
     logging.shutdown()
     os._exit(code)
 
@@ -329,7 +328,7 @@ def _imports_for_one_answer() -> Iterator[None]:
 
     The collector waits while they load: their hundreds of thousands of new objects would set it
     scanning again and again, for nothing, as none is garbage. What they left is then frozen out of
-    later collections. (jieba, the slowest of them, loads without pkg_resources: `tideline_core.jieba_dictionary`.)
+    later collections. (jieba, the slowest of them, loads without pkg_resources: `tideline_core.text.jieba_dictionary`.)
     """
     gc.disable()
     try:

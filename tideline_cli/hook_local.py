@@ -23,7 +23,7 @@ from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, r
 from tideline_core.service import JobQueue, Service, TaskResult
 from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 if TYPE_CHECKING:
     from workers.jobqueue import CeleryJobQueue

@@ -38,7 +38,7 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     # Every module here imports only what its parser needs: `--help` loads no store, model or pydantic.
     from tideline_cli import db, dream, evaluate, health, importing, mcp_config, stages
-    from tideline_core.choices import SEARCH_KINDS, SEARCH_MODES
+    from tideline_core.domain.choices import SEARCH_KINDS, SEARCH_MODES
 
     parser = argparse.ArgumentParser(
         prog="tideline", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter

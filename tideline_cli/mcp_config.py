@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tideline_cli.hook_install import reach_environment, tideline_executable
-from tideline_core.choices import DEFAULT_AGENT
+from tideline_core.domain.choices import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     from tideline_core.settings import Settings

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tideline_core.timeutil import iso
+from tideline_core.text.dates import iso
 
 
 def dumps(value: Any) -> str:

@@ -10,7 +10,7 @@ from tideline_core.embedding import Embedder
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import KINDS, claim_pending, release_claims, save_embeddings, unclaimed_pending
 from tideline_core.store.turns import turn_windows
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 @dataclass(frozen=True)

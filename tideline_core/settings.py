@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from tideline_core.choices import DEFAULT_AGENT
+from tideline_core.domain.choices import DEFAULT_AGENT
 from tideline_core.errors import ConfigurationError
 
 # The local embedding model, built from the bundled weights on first use; shared by every Tideline home.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from tideline_core.compose import compose
-from tideline_core.inputs import MAX_TURN, ContextTurnIn
+from tideline_core.domain.inputs import MAX_TURN, ContextTurnIn
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store.narratives import load_narratives

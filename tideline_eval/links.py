@@ -20,8 +20,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from tideline_core.domain.inputs import MAX_GESTURE, NarrativeIn
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import MAX_GESTURE, NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.schema import NarrativeSource
 from tideline_eval import locomo

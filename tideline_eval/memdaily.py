@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline_core.errors import InvalidInput
-from tideline_core.tokens import initialize
+from tideline_core.text.tokens import initialize
 
 NATIVE_DIR = Path("data_generation/final_dataset/messages_and_QAs")
 TUNING_KINDS = ("roles", "items", "places", "hybrid")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tideline_core.inputs import (
+from tideline_core.domain.inputs import (
     MAX_CONVERSATION,
     MAX_LINE,
     MAX_QUERY,

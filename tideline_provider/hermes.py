@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from tideline_core.compose import build_embedder
+from tideline_core.domain.inputs import MAX_GESTURE, MAX_QUERY, NarrativeIn, parse
 from tideline_core.errors import InvalidInput, TidelineError
-from tideline_core.inputs import MAX_GESTURE, MAX_QUERY, NarrativeIn, parse
 from tideline_core.settings import Settings
 from tideline_provider import hermes_tools
 from tideline_provider.provider import TidelineProvider

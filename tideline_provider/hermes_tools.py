@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tideline_core.domain.inputs import NarrativeIn, SearchIn, parse
+from tideline_core.domain.memory_text import amendment_mark, cut
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import NarrativeIn, SearchIn, parse
-from tideline_core.memory_text import amendment_mark, cut
 from tideline_provider.provider import TidelineProvider
 
 SEARCH = "tideline_search"

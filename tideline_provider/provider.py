@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tideline_core.compose import compose
-from tideline_core.errors import InvalidInput
-from tideline_core.inputs import (
+from tideline_core.domain.inputs import (
     MAX_CONVERSATION,
     MAX_LINE,
     ContextTurnIn,
@@ -27,9 +26,10 @@ from tideline_core.inputs import (
     SearchIn,
     parse,
 )
+from tideline_core.errors import InvalidInput
 from tideline_core.service import Service
 from tideline_core.settings import Settings
-from tideline_core.tokens import initialize as load_tokenizer
+from tideline_core.text.tokens import initialize as load_tokenizer
 from workers.jobqueue import CeleryJobQueue
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from tideline_core.service.jobs import TaskResult, TaskState
 from tideline_core.settings import Settings
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 from workers import locks
 from workers.liveness import live_workers
 from workers.locks import redis_client_url

@@ -27,8 +27,8 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, WithJsonSchema
 
 from mcp_server.context import AppContext
+from tideline_core.domain.inputs import WriteKey, parse
 from tideline_core.errors import InvalidInput, NotFound, TidelineError
-from tideline_core.inputs import WriteKey, parse
 
 T = TypeVar("T")
 

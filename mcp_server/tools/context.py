@@ -20,7 +20,7 @@ from mcp_server.tools._edge import (
     tool_errors,
     write_key,
 )
-from tideline_core.inputs import ContextTurnIn, SearchIn, TimelineQuery, parse
+from tideline_core.domain.inputs import ContextTurnIn, SearchIn, TimelineQuery, parse
 
 Role = Annotated[Any, spec(ContextTurnIn, "role", "Who spoke.")]
 Content = Annotated[str, spec(ContextTurnIn, "content", "The full text of the turn, verbatim.")]

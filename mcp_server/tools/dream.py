@@ -11,8 +11,8 @@ from mcp_types import ToolAnnotations
 from mcp_server.models import DreamRun
 from mcp_server.models_dream import DreamChange, DreamLog, StageResult, TriggerResult
 from mcp_server.tools._edge import READ, app_of, described, given, offload, spec, tool_errors
+from tideline_core.domain.inputs import DreamLogQuery, TriggerIn, parse
 from tideline_core.dream import STAGES
-from tideline_core.inputs import DreamLogQuery, TriggerIn, parse
 from tideline_core.service import change_dict
 
 # A trigger starts work that is recorded and can be undone (memory_dream_log, `tideline dream undo`);

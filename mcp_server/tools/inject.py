@@ -22,7 +22,7 @@ from mcp_server.context import AppContext
 from mcp_server.models_inject import Injection
 from mcp_server.tools._edge import READ, app_of, given, invalid, offload, request_errors, spec, tool_errors
 from mcp_server.tools.narratives import RecentTurns
-from tideline_core.inputs import InjectIn, PrefetchIn, parse
+from tideline_core.domain.inputs import InjectIn, PrefetchIn, parse
 
 SessionId = Annotated[
     str, spec(InjectIn, "session_id", "This conversation's id, so memory_prefetch never shows it the same item twice.")

@@ -20,7 +20,15 @@ from mcp_server.tools._edge import (
     tool_errors,
     write_key,
 )
-from tideline_core.inputs import MAX_CONVERSATION, MAX_LINE, AmendmentIn, NarrativeIn, RecallQuery, SearchIn, parse
+from tideline_core.domain.inputs import (
+    MAX_CONVERSATION,
+    MAX_LINE,
+    AmendmentIn,
+    NarrativeIn,
+    RecallQuery,
+    SearchIn,
+    parse,
+)
 
 Gesture = Annotated[str, spec(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone.")]
 Background = Annotated[str, spec(NarrativeIn, "context", "Background: what led to it, what was going on.")]

@@ -9,8 +9,8 @@ from mcp.server.mcpserver import Context
 
 from mcp_server.models_organize import GraphResult, HeatmapResult, SoftClustersResult, TopicsResult
 from mcp_server.tools._edge import READ, app_of, given, offload, spec, tool_errors
+from tideline_core.domain.inputs import GraphQuery, HeatmapQuery, SoftClustersQuery, TopicsQuery, parse
 from tideline_core.dream import STAGES
-from tideline_core.inputs import GraphQuery, HeatmapQuery, SoftClustersQuery, TopicsQuery, parse
 
 Entity = Annotated[Any, spec(GraphQuery, "entity", "An entity's name: its node and its edges.")]
 Other = Annotated[Any, spec(GraphQuery, "other", "With `entity`: only the edges between the two.")]

@@ -22,7 +22,7 @@ from mcp_server.models import (
     ThreadWritten,
 )
 from mcp_server.tools._edge import READ, WRITE, IdempotencyKey, app_of, given, offload, spec, tool_errors, write_key
-from tideline_core.inputs import (
+from tideline_core.domain.inputs import (
     ProfileIn,
     ProfilesQuery,
     SelfConceptIn,

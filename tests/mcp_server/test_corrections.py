@@ -18,7 +18,7 @@ from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.settings import Settings
 from tideline_core.store.schema import Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ DREAM_ONLY = ("sklearn", "scipy", "jieba.posseg", "jieba.analyse", "threadpoolct
 PROBE = """
 import sys
 from tideline_core.compose import compose
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, ConversationLine
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn, ConversationLine
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 import mcp_server.app

@@ -18,7 +18,7 @@ from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.embedding import LOCAL_MODEL, NoEmbedder
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 from workers import locks
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from mcp_helpers import RecordingJobQueue, call
 
 from mcp_server.app import create_server
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 

@@ -18,7 +18,7 @@ from tideline_core.dream.answers import (
     SolidifyAnswer,
     answer_schema,
 )
-from tideline_core.inject.tokens import estimate_tokens
+from tideline_core.text.cost import estimate_tokens
 
 TURNS = [
     {"id": 1, "time": "2026-11-30T09:00:00Z", "speaker": "Alice", "text": "Let's move the launch to March."},

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import create_engine, text
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.store.database import Database

@@ -19,8 +19,8 @@ from tests.ports import free_port
 from tideline_cli import hook as thin
 from tideline_core import hooks as core
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import AmendmentIn, NarrativeIn, RecallQuery
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import AmendmentIn, NarrativeIn, RecallQuery
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database

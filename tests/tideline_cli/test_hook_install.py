@@ -15,8 +15,8 @@ import pytest
 from tests.ports import free_port
 from tideline_cli.main import main
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import NarrativeIn
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database

@@ -14,12 +14,12 @@ from cli_helpers import tideline
 from sqlalchemy import update
 from sqlalchemy.engine import make_url
 
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.dream.runner.runs import NIGHTLY, fail_run, start_run
-from tideline_core.inputs import NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.schema import DreamRun, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 from workers.beat import SingleBeatScheduler
 from workers.liveness import Heartbeat
 

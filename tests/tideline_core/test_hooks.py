@@ -264,7 +264,7 @@ def test_an_empty_prompt_or_an_empty_memory_answers_nothing(service: Service, tm
 def test_a_session_start_shows_the_soul_and_a_prompt_recalls_what_bears_on_it(
     service: Service, settings: Settings, tmp_path: Path
 ) -> None:
-    from tideline_core.inputs import NarrativeIn
+    from tideline_core.domain.inputs import NarrativeIn
 
     soul = settings.home / "agents" / "alice" / "SOUL.md"
     soul.parent.mkdir(parents=True)

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, update
 
+from tideline_core.domain.inputs import AmendmentIn, NarrativeIn
 from tideline_core.embedding import normalize
 from tideline_core.errors import EmbedderUnavailable
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import CLAIM_LEASE, claim_pending
 from tideline_core.store.narratives import amend, insert_narrative
 from tideline_core.store.schema import Embedding, EmbeddingClaim, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 class CountingEmbedder:

@@ -22,8 +22,8 @@ from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import AmendmentIn, NarrativeIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import AmendmentIn, NarrativeIn
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import DEFAULT_AGENT, Settings
 from tideline_core.store.database import Database

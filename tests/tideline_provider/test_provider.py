@@ -8,8 +8,8 @@ import pytest
 from provider_helpers import all_embedded, turns_of
 from sqlalchemy import select
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import AttentionHit

@@ -16,7 +16,7 @@ from words_embedder import WordsEmbedder
 from worker_processes import start_worker, stop
 
 from tideline_core.compose import compose
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative, TaskEvent

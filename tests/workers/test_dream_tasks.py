@@ -19,7 +19,7 @@ from tideline_core.errors import Conflict
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.schema import DreamRun, ScanWatermark, TopicCluster, TopicClusterMember
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 from workers import locks
 from workers.app import create_app
 from workers.pipelines import nightly_lock_ttl

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn, SearchIn
+from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.events import recent_task_events

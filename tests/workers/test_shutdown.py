@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from test_worker_crash import SlowEmbeddings, embeddings, start_embedding_worker
 from worker_processes import stop
 
-from tideline_core.inputs import NarrativeIn
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 from worker_processes import kill, start_worker, stop
 
-from tideline_core.inputs import NarrativeIn
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative

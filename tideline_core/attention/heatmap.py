@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from tideline_core.timeutil import as_utc, human
+from tideline_core.text.dates import as_utc, human
 
 BAR_WIDTH = 20
 BAR_CHAR = "█"

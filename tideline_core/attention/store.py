@@ -11,7 +11,7 @@ from tideline_core.attention.heatmap import Hit
 from tideline_core.errors import InvalidInput
 from tideline_core.store.lookup import owned_rows
 from tideline_core.store.schema import AttentionHit, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 MAX_SOURCE = 16
 

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from tideline_core.inputs import RowId, Score
+from tideline_core.domain.inputs import RowId, Score
 
 __all__ = [
     "CombAnswer",

@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.dream.runner.runs import last_done
-from tideline_core.records import NarrativeRecord
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import Narrative
-from tideline_core.timeutil import as_utc, utcnow
+from tideline_core.text.dates import as_utc, utcnow
 
 DAY = timedelta(hours=24)
 MAX_DAY_MEMORIES = 60  # the heaviest of the day, when it wrote more: a prompt stays a few thousand tokens

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tideline_core.domain.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
     from tideline_core.dream.graph.entities import EntityGraph
     from tideline_core.dream.recluster.soft import SoftClusters
     from tideline_core.dream.recluster.topics import TopicCluster
-    from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
+from tideline_core.text.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
 
 MIN_LETTERS = 3
 

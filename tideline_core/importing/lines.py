@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tideline_core.errors import InvalidInput
-from tideline_core.timeutil import parse_instant
+from tideline_core.text.dates import parse_instant
 
 # Past this an epoch number is read as milliseconds (1e11 seconds is the year 5138).
 EPOCH_MS_ABOVE = 1e11

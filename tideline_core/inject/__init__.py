@@ -9,6 +9,6 @@ from tideline_core.inject.budget import Candidate, Item, fit, spent
 from tideline_core.inject.render import Block
 from tideline_core.inject.setup import InjectSetup
 from tideline_core.inject.tiers import InjectRules
-from tideline_core.inject.tokens import clip, estimate_tokens
+from tideline_core.text.cost import clip, estimate_tokens
 
 __all__ = ["Block", "Candidate", "InjectRules", "InjectSetup", "Item", "clip", "estimate_tokens", "fit", "spent"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tideline_core.inject.tokens import clip, estimate_tokens
+from tideline_core.text.cost import clip, estimate_tokens
 
 LINE = 1  # the bullet and newline around each item
 MIN_CLIPPED = 6  # a cut item must keep at least this many tokens (with its mark) to be worth showing

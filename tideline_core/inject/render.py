@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tideline_core.inject.budget import Item
-from tideline_core.inject.tokens import DIGIT, estimate_tokens
+from tideline_core.text.cost import DIGIT, estimate_tokens
 
 VERSION_CHARS = 12
 

@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.dialects import sqlite
 
-from tideline_core.dream.graph.store import own_names
-from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
-from tideline_core.records import (
+from tideline_core.domain.records import (
     AmendmentNote,
     ContextTurnRecord,
     NarrativeRecord,
@@ -21,6 +19,8 @@ from tideline_core.records import (
     SnapshotRecord,
     ThreadRecord,
 )
+from tideline_core.dream.graph.store import own_names
+from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.store import profiles
 from tideline_core.store.lookup import chunks
 from tideline_core.store.narratives import load_narratives, turn_corrections

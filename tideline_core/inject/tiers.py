@@ -25,11 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from tideline_core.dream.graph.others import is_entity
-from tideline_core.inject.budget import Candidate
-from tideline_core.inject.tokens import MARK
-from tideline_core.memory_text import amendment_mark, with_amendment
-from tideline_core.records import (
+from tideline_core.domain.memory_text import amendment_mark, with_amendment
+from tideline_core.domain.records import (
     AmendmentNote,
     ContextTurnRecord,
     NarrativeRecord,
@@ -38,6 +35,9 @@ from tideline_core.records import (
     SnapshotRecord,
     ThreadRecord,
 )
+from tideline_core.dream.graph.others import is_entity
+from tideline_core.inject.budget import Candidate
+from tideline_core.text.cost import MARK
 
 if TYPE_CHECKING:  # types only: a block's rules load neither the searcher nor the clustering
     from tideline_core.dream.recluster.store import TopicSummary

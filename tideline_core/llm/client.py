@@ -13,7 +13,6 @@ What goes wrong, and what the caller sees:
 from __future__ import annotations
 
 import logging
-import math
 import random
 import re
 import time
@@ -25,6 +24,7 @@ import pydantic
 
 from tideline_core.errors import ConfigurationError, LLMOutputInvalid, LLMUnavailable
 from tideline_core.llm.budget import TokenBudget
+from tideline_core.text.cost import estimate_tokens
 
 if TYPE_CHECKING:
     import httpx
@@ -105,16 +105,6 @@ class _Reply:
     content: str
     usage: Usage
     truncated: bool  # the endpoint stopped at max_tokens
-
-
-def rough_tokens(text: str) -> int:
-    """Tokens of `text` by its UTF-8 size: three bytes a token.
-
-    Prose runs about four bytes a token, JSON about three, Chinese three to six, so this mostly
-    over-counts, which a budget check would rather do. (`tideline_core.inject.tokens` holds the calibrated estimate, but
-    `inject` imports `dream`, which imports this package: importing it here would close a cycle.)
-    """
-    return math.ceil(len(text.encode("utf-8")) / 3)
 
 
 def chat_completions_url(url: str) -> str:
@@ -243,7 +233,7 @@ class HttpChatLLM:
     ) -> _Reply:
         """One answered request (retries included), charged to `budget`."""
         prompt_text = "\n".join(message["content"] for message in messages)
-        budget.check(rough_tokens(prompt_text) + self.max_output_tokens)
+        budget.check(estimate_tokens(prompt_text) + self.max_output_tokens)
         while True:
             structured = self.structured_output
             response, payload = self._post(prompt, self._body(prompt, schema, messages))
@@ -361,8 +351,8 @@ def _reply(payload: dict[str, Any], prompt_text: str) -> _Reply:
     completion_tokens = reported.get("completion_tokens")
     # Without a reported count, estimate: the budget must still see what the request cost.
     usage = Usage(
-        prompt_tokens if isinstance(prompt_tokens, int) else rough_tokens(prompt_text),
-        completion_tokens if isinstance(completion_tokens, int) else rough_tokens(content),
+        prompt_tokens if isinstance(prompt_tokens, int) else estimate_tokens(prompt_text),
+        completion_tokens if isinstance(completion_tokens, int) else estimate_tokens(content),
     )
     return _Reply(content=content, usage=usage, truncated=choice.get("finish_reason") == "length")
 

@@ -10,7 +10,7 @@ as float32) read zero-copy by numpy at query time, so an add is O(tokens) and a 
 O(postings of its terms). At 100k short documents (≈15 tokens) this is ≈ 10-20 MB and a
 10-term query takes ~1-3 ms on one core.
 
-Analysis (``analyze``): ``tideline_core.tokens.segment`` (jieba for Chinese, word characters
+Analysis (``analyze``): ``tideline_core.text.tokens.segment`` (jieba for Chinese, word characters
 otherwise), possessive ``'s`` dropped, English stopwords dropped, a light English suffix
 stemmer (plural, -ing, -ed, final -e), Chinese tokens kept as jieba gives them.
 """
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 
 from tideline_core.numeric import np
-from tideline_core.tokens import STOPWORDS, segment, segment_words
+from tideline_core.text.tokens import STOPWORDS, segment, segment_words
 
 _VOWELS = frozenset("aeiouy")
 

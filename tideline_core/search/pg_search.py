@@ -32,8 +32,8 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
 
+from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
-from tideline_core.inputs import SearchIn
 from tideline_core.numeric import np
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
@@ -47,7 +47,7 @@ from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
-from tideline_core.tokens import is_prefix
+from tideline_core.text.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 SCRIPTS_KEPT = 1024  # agents whose store's scripts are remembered (then forgotten all at once)

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from tideline_core.search.bm25 import analyze, analyze_words, stem
 from tideline_core.search.salience import salient_words
-from tideline_core.tokens import PREFIX, asked_prefixes, is_prefix
+from tideline_core.text.tokens import PREFIX, asked_prefixes, is_prefix
 
 LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts
 SELF_LINE_WEIGHT = 0.5  # the agent's own lines say less about what to recall than the other party's

@@ -12,8 +12,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from tideline_core.jieba_dictionary import jieba
-from tideline_core.tokens import initialize
+from tideline_core.text.jieba_dictionary import jieba
+from tideline_core.text.tokens import initialize
 
 IDF_TABLE = Path(jieba.__file__).parent / "analyse" / "idf.txt"
 # Skipped before counting, as jieba's extractor skips them: the weights depend on what is counted.

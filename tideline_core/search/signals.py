@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import datetime
 
-from tideline_core.inputs import ConversationLine, SearchIn
+from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.search.when import TimeWindow, closeness
-from tideline_core.tokens import query_terms
+from tideline_core.text.tokens import query_terms
 
 MIN_CLOSENESS = 0.01  # below this a row is not "around" the time the query names
 Key = tuple[str, int]

@@ -17,7 +17,7 @@ from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service.jobs import JobQueue
 from tideline_core.store.database import Database
 from tideline_core.store.receipts import KeyRace, Receipt, find_receipt, fingerprint, keep_receipt
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 class ServiceParts:

@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from tideline_core.domain.inputs import ContextTurnIn, parse
 from tideline_core.errors import InvalidInput
 from tideline_core.importing import FORMATS, READERS, Malformed, SessionItem, SourceTurn, TurnKeys, plan_import
-from tideline_core.inputs import ContextTurnIn, parse
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import turns
 

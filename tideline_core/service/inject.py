@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tideline_core.domain.inputs import InjectIn, PrefetchIn, SearchIn
 from tideline_core.inject import render, sources, tiers
 from tideline_core.inject.budget import Candidate, Item, fit, spent
-from tideline_core.inputs import InjectIn, PrefetchIn, SearchIn
 from tideline_core.service.base import ServiceParts
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 SESSION_TITLE = "Tideline memory"
 TURN_TITLE = "Tideline recall"

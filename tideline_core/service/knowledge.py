@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tideline_core import inputs
-from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord
+from tideline_core.domain import inputs
+from tideline_core.domain.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import profiles
 

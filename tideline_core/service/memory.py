@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from tideline_core.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
-from tideline_core.records import ContextTurnRecord, NarrativeRecord
+from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
+from tideline_core.domain.records import ContextTurnRecord, NarrativeRecord
 from tideline_core.search import pg_keywords
 from tideline_core.search.hybrid import SearchOutcome
 from tideline_core.service.base import ServiceParts

@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from tideline_core.attention import Heatmap, heatmap, hits_since
+from tideline_core.domain.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.dream.graph import store as entities
 from tideline_core.dream.recluster import store as clusters
 from tideline_core.dream.runner.runs import last_chain, last_done, recent_runs
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
-from tideline_core.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
 from tideline_core.service.results import (
@@ -24,7 +24,7 @@ from tideline_core.service.results import (
 )
 from tideline_core.store import events, status
 from tideline_core.store.narratives import load_narratives
-from tideline_core.timeutil import human, utcnow
+from tideline_core.text.dates import human, utcnow
 
 NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
 BUILT_EMPTY = "the {stage} stage ran {when} and found {what}"

@@ -12,13 +12,13 @@ from datetime import datetime
 
 from tideline_core import ingest
 from tideline_core.attention import log_hits
+from tideline_core.domain.inputs import ContextTurnIn
 from tideline_core.dream.runner.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
-from tideline_core.inputs import ContextTurnIn
 from tideline_core.search import pg_keywords
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import embeddings, events, turns
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 @dataclass(frozen=True)

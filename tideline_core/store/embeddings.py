@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from tideline_core.memory_text import narrative_passage, turn_text
+from tideline_core.domain.memory_text import narrative_passage, turn_text
+from tideline_core.domain.records import PendingRow
 from tideline_core.numeric import np
-from tideline_core.records import PendingRow
 from tideline_core.store import pg_vectors
 from tideline_core.store.catchup import IdCursor, ids_after
 from tideline_core.store.lookup import chunks

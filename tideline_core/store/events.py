@@ -9,7 +9,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import TaskEvent
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 KEEP_DAYS = 30
 

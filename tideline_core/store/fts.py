@@ -17,9 +17,9 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
-from tideline_core.memory_text import NARRATIVE_SEARCH_COLUMNS
-from tideline_core.timeutil import as_utc
-from tideline_core.tokens import PREFIX, escape_like, fts_any, fts_term, holds_word, index_text, is_prefix
+from tideline_core.domain.memory_text import NARRATIVE_SEARCH_COLUMNS
+from tideline_core.text.dates import as_utc
+from tideline_core.text.tokens import PREFIX, escape_like, fts_any, fts_term, holds_word, index_text, is_prefix
 
 TABLES = {"narrative": "narratives_fts", "context": "context_fts"}
 # The base tables and the SQL form of each kind's search text, for the LIKE fallback.

@@ -9,15 +9,15 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from tideline_core import scoring
+from tideline_core.domain import scoring
+from tideline_core.domain.inputs import AmendmentIn, NarrativeIn
+from tideline_core.domain.memory_text import narrative_search_text
+from tideline_core.domain.records import AmendmentNote, InferredSource, NarrativeRecord, WrittenNarrative
 from tideline_core.errors import InvalidInput, NotFound
-from tideline_core.inputs import AmendmentIn, NarrativeIn
-from tideline_core.memory_text import narrative_search_text
-from tideline_core.records import AmendmentNote, InferredSource, NarrativeRecord, WrittenNarrative
 from tideline_core.store import fts
 from tideline_core.store.lookup import as_record, chunks, owned_rows
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 def shared_tag_count(conn: Connection, agent_id: str, tags: Sequence[str], exclude_id: int | None = None) -> int | None:

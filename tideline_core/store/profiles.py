@@ -7,12 +7,12 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
+from tideline_core.domain.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn
+from tideline_core.domain.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord, VersionRecord
 from tideline_core.errors import NotFound
-from tideline_core.inputs import ProfileIn, SelfConceptIn, SnapshotIn, ThreadIn
-from tideline_core.records import ProfileRecord, SelfConceptRecord, SnapshotRecord, ThreadRecord, VersionRecord
 from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import Profile, ProfileHistory, SelfConcept, SelfConceptHistory, Snapshot, Thread
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 def _upsert_versioned(

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from tideline_core.timeutil import as_utc, utcnow
+from tideline_core.text.dates import as_utc, utcnow
 
 AGENT_LEN = 128
 

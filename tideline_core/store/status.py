@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
-from tideline_core.records import AgentCounts
+from tideline_core.domain.records import AgentCounts
 from tideline_core.store.schema import (
     Amendment,
     AttentionHit,
@@ -18,7 +18,7 @@ from tideline_core.store.schema import (
     Snapshot,
     Thread,
 )
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 
 def _count(conn: Connection, table: Any, agent_id: str, *where: ColumnElement[bool]) -> int:

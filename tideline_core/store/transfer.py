@@ -27,7 +27,7 @@ from tideline_core.numeric import np
 from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Base
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 Progress = Callable[[str, int, int], None]  # table, rows copied so far, rows in the source
 

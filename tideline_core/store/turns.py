@@ -8,13 +8,13 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, insert, or_, select
 
-from tideline_core.inputs import ContextTurnIn
-from tideline_core.memory_text import WINDOW_TURNS, turn_text, turn_window
-from tideline_core.records import ContextTurnRecord
+from tideline_core.domain.inputs import ContextTurnIn
+from tideline_core.domain.memory_text import WINDOW_TURNS, turn_text, turn_window
+from tideline_core.domain.records import ContextTurnRecord
 from tideline_core.store import fts
 from tideline_core.store.lookup import as_record, owned_rows
 from tideline_core.store.schema import ContextTurn
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 IMPORT_KEY = "import_id"
 # An imported session turn's key (`tideline_core.importing.keys`), kept in its metadata.

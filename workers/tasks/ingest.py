@@ -9,9 +9,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tideline_core.domain.inputs import ContextTurnIn, parse
 from tideline_core.errors import InvalidInput, TransientError
-from tideline_core.inputs import ContextTurnIn, parse
-from tideline_core.timeutil import parse_instant, utcnow
+from tideline_core.text.dates import parse_instant, utcnow
 from workers.app import give_back, ingest_time_limits, time_limits
 from workers.jobqueue import embed_mark
 from workers.liveness import sweep

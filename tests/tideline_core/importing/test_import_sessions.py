@@ -14,10 +14,10 @@ from session_files import write_conversation
 from sqlalchemy import func, select
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import TimelineQuery
 from tideline_core.embedding import NoEmbedder
 from tideline_core.errors import InvalidInput
 from tideline_core.importing import read_claude_code
-from tideline_core.inputs import TimelineQuery
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store.schema import ContextTurn

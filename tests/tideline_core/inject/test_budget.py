@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from tideline_core.inject.budget import LINE, Candidate, Item, fit, spent
-from tideline_core.inject.tokens import MARK, estimate_tokens
+from tideline_core.text.cost import MARK, estimate_tokens
 
 HEADING = "## Recalled for this turn"
 H = estimate_tokens(HEADING)  # 6

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from tideline_core.inject.budget import Item
 from tideline_core.inject.render import Block, block, section
-from tideline_core.inject.tokens import estimate_tokens
+from tideline_core.text.cost import estimate_tokens
 
 
 def item(tier: str, id: int, text: str, kind: str = "narrative") -> Item:

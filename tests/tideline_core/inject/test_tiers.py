@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tideline_core.dream.recluster.store import TopicSummary
-from tideline_core.inject.tiers import InjectRules, bridge, bridge_session, identity, memory_map, prefetch_pool, recall
-from tideline_core.inject.tokens import MARK
-from tideline_core.records import (
+from tideline_core.domain.records import (
     ContextTurnRecord,
     NarrativeRecord,
     ProfileRecord,
@@ -15,7 +12,10 @@ from tideline_core.records import (
     SnapshotRecord,
     ThreadRecord,
 )
+from tideline_core.dream.recluster.store import TopicSummary
+from tideline_core.inject.tiers import InjectRules, bridge, bridge_session, identity, memory_map, prefetch_pool, recall
 from tideline_core.search.hybrid import SearchHit
+from tideline_core.text.cost import MARK
 
 NOW = datetime(2024, 5, 20, 18, 0, tzinfo=UTC)
 SINCE = datetime(2024, 5, 13, tzinfo=UTC)

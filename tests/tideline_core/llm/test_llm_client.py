@@ -12,9 +12,9 @@ from llm_server import ScriptedLLM
 from pydantic import BaseModel, Field
 
 from tideline_core.errors import BudgetExhausted, ConfigurationError, LLMOutputInvalid, LLMUnavailable
-from tideline_core.inject.tokens import estimate_tokens
 from tideline_core.llm import ChatLLM, ChatPrompt, HttpChatLLM, TokenBudget, llm_from_settings
 from tideline_core.settings import Settings
+from tideline_core.text.cost import estimate_tokens
 
 
 class Verdict(BaseModel):

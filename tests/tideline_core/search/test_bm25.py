@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tideline_core.search.bm25 import BM25Index, analyze, stem
 from tideline_core.search.query import question_terms, word_groups
-from tideline_core.tokens import segment, segment_words
+from tideline_core.text.tokens import segment, segment_words
 
 
 def build(docs: dict[int, str]) -> BM25Index:

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import update
 
 from tideline_core.compose import compose
-from tideline_core.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
+from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
 from tideline_core.search.cold import ColdSearch
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import NullJobQueue, Service

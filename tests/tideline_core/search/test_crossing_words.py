@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import NarrativeIn, SearchIn
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 

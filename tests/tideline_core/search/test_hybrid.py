@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import func, select, update
 
 from tests import words_embedder
+from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.search import hybrid, vector_index
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database

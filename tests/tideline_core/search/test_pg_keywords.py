@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
-from tideline_core.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, parse
+from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, parse
 from tideline_core.search import pg_keywords
 from tideline_core.search.pg_keywords import at_least, candidate_query
 from tideline_core.store.database import Database

@@ -17,8 +17,8 @@ from sqlalchemy import text
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
 from tests.words_embedder import WordsEmbedder
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
-from tideline_core.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.search import pg_search
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.pg_search import PostgresSearch, side_by_side

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tideline_core.inputs import ConversationLine
+from tideline_core.domain.inputs import ConversationLine
 from tideline_core.search.bm25 import BM25Index, analyze
 from tideline_core.search.query import conversation_terms, conversation_texts, question_terms, without_names
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, SearchIn
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 

@@ -16,8 +16,8 @@ import pytest
 from service_helpers import FakeQueue
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn, PrefetchIn, SearchIn
 from tideline_core.embedding.local import LocalE5Embedder
-from tideline_core.inputs import NarrativeIn, PrefetchIn, SearchIn
 from tideline_core.service import Service
 from tideline_core.settings import Settings
 

@@ -14,9 +14,9 @@ from service_helpers import FakeQueue
 from sqlalchemy import select, text
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn, ProfileIn, RecallQuery, SearchIn
 from tideline_core.embedding import NoEmbedder
 from tideline_core.errors import Conflict, InvalidInput, LLMOutputInvalid
-from tideline_core.inputs import NarrativeIn, ProfileIn, RecallQuery, SearchIn
 from tideline_core.llm import HttpChatLLM
 from tideline_core.service import Service
 from tideline_core.settings import Settings

@@ -13,12 +13,12 @@ from service_helpers import FakeQueue
 from words_embedder import WordsEmbedder
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.dream import STAGES
-from tideline_core.inputs import NarrativeIn
 from tideline_core.llm import HttpChatLLM
 from tideline_core.service import Service
 from tideline_core.settings import Settings
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 AGENT = "alice"
 LLM_STAGES = ("solidify", "comb", "drift", "symbolic")

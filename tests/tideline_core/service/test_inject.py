@@ -13,8 +13,7 @@ import pytest
 from service_helpers import FakeQueue
 
 from tideline_core.compose import compose
-from tideline_core.embedding.local import LocalE5Embedder
-from tideline_core.inputs import (
+from tideline_core.domain.inputs import (
     ContextTurnIn,
     InjectIn,
     NarrativeIn,
@@ -24,9 +23,10 @@ from tideline_core.inputs import (
     SnapshotIn,
     ThreadIn,
 )
+from tideline_core.embedding.local import LocalE5Embedder
 from tideline_core.service import Service
 from tideline_core.settings import Settings
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 HEAVY = {"importance": 5, "emotional": 5, "unresolved": 5}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from service_helpers import FakeQueue
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, RecallQuery, SearchIn
 from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.errors import BrokerUnavailable, Conflict, InvalidInput
-from tideline_core.inputs import ContextTurnIn, NarrativeIn, RecallQuery, SearchIn
 from tideline_core.service import Service
 
 
@@ -92,7 +92,7 @@ def test_status_says_what_is_stored_and_when_the_queue_cannot_be_reached(service
 
 
 def test_an_empty_read_says_whether_its_stage_never_ran_or_ran_and_found_nothing(service: Service) -> None:
-    from tideline_core.inputs import GraphQuery, TopicsQuery
+    from tideline_core.domain.inputs import GraphQuery, TopicsQuery
 
     service.write_narrative("alice", NarrativeIn(gesture="A single memory about nothing in particular"))
     assert "nothing built yet" in (service.topics("alice", TopicsQuery()).note or "")

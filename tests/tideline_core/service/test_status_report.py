@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.dream.runner.runs import NIGHTLY, WHOLE_DREAM, fail_run, start_run
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.service import Service
 from tideline_core.store.schema import ContextTurn, DreamRun, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 def test_the_ingest_lag_is_the_age_of_the_oldest_write_still_waiting_for_its_embedding(service: Service) -> None:

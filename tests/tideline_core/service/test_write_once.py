@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store.schema import Narrative

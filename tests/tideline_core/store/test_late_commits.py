@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, insert, select
 
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
-from tideline_core.records import PendingRow
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.domain.records import PendingRow
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.vector_index import VectorIndex

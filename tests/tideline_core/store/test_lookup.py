@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from tideline_core.attention.store import log_hits
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative, load_narratives
 from tideline_core.store.turns import insert_turns, load_turns

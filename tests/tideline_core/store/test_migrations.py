@@ -11,15 +11,15 @@ from sqlalchemy import create_engine, insert, select, text, update
 from sqlalchemy.exc import SAWarning
 
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.inputs import NarrativeIn, SearchIn
 from tideline_core.search import pg_keywords
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.schema import Amendment, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 PROCESSES = 8
 # Each process waits for the same moment, then opens (and so migrates) the database.

@@ -12,7 +12,7 @@ import pytest
 
 from tests.words_embedder import WordsEmbedder
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn, SearchIn
+from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings

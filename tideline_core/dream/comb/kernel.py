@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tideline_core.domain.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.dream.answers import CombAnswer
 from tideline_core.dream.plan import (
     AddNarrative,
@@ -18,9 +20,7 @@ from tideline_core.dream.plan import (
     Supersede,
 )
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import NarrativeIn, ProfileIn, SelfConceptIn, ThreadIn
 from tideline_core.numeric import np
-from tideline_core.records import NarrativeRecord
 
 DUPLICATE_SIMILARITY = 0.93
 CONFLICT_SIMILARITY = 0.85

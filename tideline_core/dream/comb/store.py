@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from tideline_core.attention.store import hits_since
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.dream.memories import shown
-from tideline_core.records import NarrativeRecord
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import Narrative, NarrativeTag
 

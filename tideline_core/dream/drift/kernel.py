@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tideline_core.domain.inputs import NarrativeIn, ThreadIn
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.dream.answers import DriftAnswer
 from tideline_core.dream.plan import AddNarrative, Intent, Plan, PutThread
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import NarrativeIn, ThreadIn
 from tideline_core.numeric import np
-from tideline_core.records import NarrativeRecord
 
 
 def plan_drift(answer: DriftAnswer, seed: NarrativeRecord, neighbour_ids: set[int]) -> Plan:

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, select
 
-from tideline_core.records import NarrativeRecord
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import EmbeddingClusterAdjacency, EmbeddingClusterMember, Narrative, NarrativeTag
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 SEED_DAYS = 30
 POOL = 300  # connected candidates considered before picking the most distant

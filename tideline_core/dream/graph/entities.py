@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tideline_core.dream.graph.others import is_entity
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 MAX_NAME_LEN = 40
 # 5 roles of 24 characters joined by '+' fit the 128-character role columns of entity_edges.

@@ -14,7 +14,7 @@ from tideline_core.dream.plan import ReplaceEntityGraph
 from tideline_core.store.database import Database
 from tideline_core.store.schema import EntityEdge, EntityNode, Narrative
 from tideline_core.store.turns import speaker_roles
-from tideline_core.timeutil import iso
+from tideline_core.text.dates import iso
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+from tideline_core.domain.memory_text import NarrativeFields, narrative_prose
 from tideline_core.dream.plan import ReplaceSoftClusters, ReplaceTopics
 from tideline_core.dream.recluster.soft import ClusterPair, Route, route, soft_clusters
 from tideline_core.dream.recluster.topics import topic_clusters
 from tideline_core.errors import NotFound
-from tideline_core.memory_text import NarrativeFields, narrative_prose
 from tideline_core.numeric import np
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob, vectors_after
@@ -24,7 +24,7 @@ from tideline_core.store.schema import (
     TopicCluster,
     TopicClusterMember,
 )
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 @dataclass(frozen=True)

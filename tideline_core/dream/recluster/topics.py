@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from tideline_core.dream.words import chinese_content, english_content, one_form
-from tideline_core.tokens import initialize
+from tideline_core.text.tokens import initialize
 
 MIN_DF = 3
 MAX_SHARE = 0.2

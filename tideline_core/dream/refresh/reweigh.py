@@ -1,7 +1,7 @@
 """Recurrence refresh and weight normalization for one agent: scores and tags in, changed weights out.
 
 Pure: frozen `ScoredNarrative` records in, the `WeightChange`s to store out. The weight, recurrence
-and anti-inflation rules themselves are defined once, in `tideline_core.scoring`.
+and anti-inflation rules themselves are defined once, in `tideline_core.domain.scoring`.
 
 How deflation stays idempotent. A stored weight is never an input. The target weight of every
 narrative is a pure function of its scores, every narrative's tags, and the creation order:
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tideline_core.scoring import deflate, recurrence_scores, weight
+from tideline_core.domain.scoring import deflate, recurrence_scores, weight
 
 # Stored weights carry six decimals (scoring rounds to them); anything closer counts as equal.
 _TOLERANCE = 5e-7

@@ -11,7 +11,7 @@ from tideline_core.dream.plan import Plan, Reweight
 from tideline_core.dream.refresh.reweigh import ScoredNarrative, reweigh
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Narrative, NarrativeTag
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 
 @dataclass(frozen=True)

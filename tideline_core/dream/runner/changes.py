@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, select, text, update
 
-from tideline_core import scoring
+from tideline_core.domain import scoring
 from tideline_core.dream.plan import (
     AddNarrative,
     AddSourceLink,
@@ -66,7 +66,7 @@ from tideline_core.store.schema import (
     TopicClusterMember,
     UTCDateTime,
 )
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 REBUILD = "rebuild"  # a derived table replaced whole: its counts before and after, never restored
 # Columns a worker changes on its own after a run (the embedding of a new narrative): not part of the diff.

@@ -33,7 +33,7 @@ from tideline_core.errors import BudgetExhausted, Conflict, NotFound
 from tideline_core.llm.budget import TokenBudget
 from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import DreamChange, DreamRun, Narrative
-from tideline_core.timeutil import utcnow
+from tideline_core.text.dates import utcnow
 
 RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
 UNDONE = "undone"  # a done run whose changes were restored: what its record says, though the row keeps "done"

@@ -38,7 +38,7 @@ from tideline_core.embedding import normalize
 from tideline_core.errors import InvalidInput
 from tideline_core.numeric import np
 from tideline_core.search.bm25 import analyze
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 WINDOW = timedelta(hours=6)
 MIN_SHARED = 2

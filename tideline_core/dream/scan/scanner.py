@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tideline_core.timeutil import as_utc, human
+from tideline_core.text.dates import as_utc, human
 
 MAX_GAP = timedelta(minutes=10)
 MIN_TURNS = 2

@@ -13,7 +13,7 @@ from tideline_core.numeric import np
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_of
 from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource, ScanWatermark
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 
 def watermark_of(conn: Connection, agent_id: str) -> int:

@@ -62,16 +62,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tideline_core.choices import TURN_ROLES
+from tideline_core.domain.choices import TURN_ROLES
+from tideline_core.domain.inputs import MAX_FIELD, MAX_GESTURE, MAX_TAG
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
 from tideline_core.dream.solidify.statements import FACT_WEIGHT, Statement, judge
 from tideline_core.dream.words import english_content, one_form
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import MAX_FIELD, MAX_GESTURE, MAX_TAG
 from tideline_core.numeric import np
 from tideline_core.search.salience import idf_table
-from tideline_core.timeutil import as_utc
-from tideline_core.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
+from tideline_core.text.dates import as_utc
+from tideline_core.text.tokens import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, initialize
 
 if TYPE_CHECKING:
     import numpy.typing as npt

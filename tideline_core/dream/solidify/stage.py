@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tideline_core.domain.inputs import MAX_GESTURE, MAX_LIST, NarrativeIn
 from tideline_core.dream.answers import DigestAnswer, SolidifyAnswer
 from tideline_core.dream.contract import StageContext, StageOutput
 from tideline_core.dream.plan import AddNarrative, Intent, MoveWatermark, Plan
@@ -35,9 +36,8 @@ from tideline_core.dream.solidify.extractive import (
 )
 from tideline_core.dream.solidify.store import earlier_digests, session_turns, undigested_sessions
 from tideline_core.errors import BudgetExhausted, InvalidInput
-from tideline_core.inputs import MAX_GESTURE, MAX_LIST, NarrativeIn
 from tideline_core.store.embeddings import vectors_of
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 log = logging.getLogger(__name__)
 

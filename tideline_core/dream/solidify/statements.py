@@ -30,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tideline_core.tokens import initialize
+from tideline_core.text.tokens import initialize
 
 Kind = Literal["question", "greeting", "reaction", "statement"]
 FACT_WEIGHT = 2.0  # a statement carries a fact from here: self and one cue, or two cues

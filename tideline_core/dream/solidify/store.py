@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from tideline_core.dream.scan.scanner import TurnRow
 from tideline_core.dream.scan.store import select_turn_rows
 from tideline_core.store.schema import ContextTurn, Narrative, NarrativeSource
-from tideline_core.timeutil import as_utc
+from tideline_core.text.dates import as_utc
 
 DIGEST = "digest"
 MAX_CATCH_UP = 20  # sessions left without a digest (a run's budget ran out) digested by the next run, at most

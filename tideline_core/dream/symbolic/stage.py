@@ -7,11 +7,11 @@ A day with fewer than three memories does not dream.
 
 from __future__ import annotations
 
+from tideline_core.domain.inputs import MAX_GESTURE, NarrativeIn
 from tideline_core.dream.answers import DreamAnswer
 from tideline_core.dream.contract import StageContext, StageOutput
 from tideline_core.dream.memories import day_memories, shown, since_last
 from tideline_core.dream.plan import AddNarrative, Plan
-from tideline_core.inputs import MAX_GESTURE, NarrativeIn
 
 DAY_MEMORIES = 15
 MIN_MEMORIES = 3

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.dream.graph.entities import EntityMention, build_graph
 from tideline_core.dream.graph.others import is_contraction, is_entity, own_speakers
 from tideline_core.dream.graph.store import read_graph, rebuild_entity_graph
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns

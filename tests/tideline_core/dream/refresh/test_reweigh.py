@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tideline_core.domain.scoring import recurrence_score, recurrence_scores, weight
 from tideline_core.dream.refresh.reweigh import ScoredNarrative, WeightChange, reweigh, targets
-from tideline_core.scoring import recurrence_score, recurrence_scores, weight
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ import pytest
 from links_helpers import AGENT, MEMORIES, inferred_links, load
 
 from tideline_core.compose import compose
-from tideline_core.inputs import NarrativeIn, RecallQuery
-from tideline_core.records import NarrativeRecord
+from tideline_core.domain.inputs import NarrativeIn, RecallQuery
+from tideline_core.domain.records import NarrativeRecord
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.dream.scan.scanner import Chunk, TurnRow
 from tideline_core.dream.solidify.extractive import (
     ExtractedMemory,
@@ -17,7 +18,6 @@ from tideline_core.dream.solidify.extractive import (
     turn_centrality,
 )
 from tideline_core.errors import InvalidInput
-from tideline_core.inputs import NarrativeIn
 
 T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 

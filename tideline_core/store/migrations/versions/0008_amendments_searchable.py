@@ -19,7 +19,7 @@ def upgrade() -> None:
     # The write path does this for each amendment from now on; here, once, for the memories amended before it
     # did: their notes searchable by meaning once re-embedded, and by keyword in SQLite's full-text index.
     # PostgreSQL's keyword rows belong to the searcher, above the store, which a migration does not reach.
-    from tideline_core.memory_text import narrative_search_text
+    from tideline_core.domain.memory_text import narrative_search_text
     from tideline_core.store import fts
     from tideline_core.store.narratives import load_narratives
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tideline_core.records import AmendmentNote
+from tideline_core.domain.records import AmendmentNote
 
 # The narrative columns whose text keyword search matches (tags live in their own table).
 NARRATIVE_SEARCH_COLUMNS = ("gesture", "context", "moment", "cognition_direction", "entities_role")

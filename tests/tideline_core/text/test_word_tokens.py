@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tideline_core.tokens import holds_word, identifier_parts
+from tideline_core.text.tokens import holds_word, identifier_parts
 
 
 def test_an_identifier_splits_at_its_case_and_digit_changes() -> None:

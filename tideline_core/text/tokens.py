@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from tideline_core.jieba_dictionary import install as install_dictionary
-from tideline_core.jieba_dictionary import jieba
+from tideline_core.text.jieba_dictionary import install as install_dictionary
+from tideline_core.text.jieba_dictionary import jieba
 
 jieba.setLogLevel(logging.WARNING)
 

@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-from tideline_core.choices import TURN_ROLES
+from tideline_core.domain.choices import TURN_ROLES
 from tideline_core.errors import InvalidInput
-from tideline_core.timeutil import parse_instant
+from tideline_core.text.dates import parse_instant
 
 # Size limits, documented in docs/memory-rules.md: generous for prose, bounded so one call cannot flood memory.
 MAX_GESTURE = 2_000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tideline_core.inject.tokens import MARK, clip, estimate_tokens
+from tideline_core.text.cost import MARK, clip, estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import token_estimate

@@ -9,7 +9,7 @@ from pathlib import Path
 import jieba
 import pytest
 
-from tideline_core.jieba_dictionary import Frequencies, install
+from tideline_core.text.jieba_dictionary import Frequencies, install
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import synthetic
@@ -48,7 +48,7 @@ def test_the_cache_is_built_once_and_later_processes_map_it(tmp_path: Path) -> N
     stamps = [f.stat().st_mtime_ns for f in files]
     # Another process: loads the files (jieba's own table is never built there).
     probe = (
-        "import jieba, sys; from tideline_core.jieba_dictionary import install\n"
+        "import jieba, sys; from tideline_core.text.jieba_dictionary import install\n"
         f"t = jieba.Tokenizer(); t.tmp_dir = {str(tmp_path)!r}; install(t)\n"
         "print(type(t.FREQ).__name__, '/'.join(t.cut('我们在公园里散步')))"
     )
@@ -89,7 +89,7 @@ def test_segmenting_loads_jieba_and_its_tables_without_importing_pkg_resources()
     # Every process that segments imports jieba; pkg_resources would cost each of them more than jieba does.
     script = (
         "import sys\n"
-        "from tideline_core.tokens import segment\n"
+        "from tideline_core.text.tokens import segment\n"
         "import jieba.posseg\n"
         "print(segment('周四晚上去游泳', for_index=True), [w.flag for w in jieba.posseg.cut('周四晚上')])\n"
         "print('pkg_resources' in sys.modules)\n"

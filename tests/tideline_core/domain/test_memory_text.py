@@ -7,9 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
+from tideline_core.domain.memory_text import (
+    narrative_passage,
+    narrative_prose,
+    narrative_search_text,
+    turn_text,
+    turn_window,
+)
 from tideline_core.dream.recluster.store import read_topics, rebuild_topics
-from tideline_core.inputs import ContextTurnIn, NarrativeIn
-from tideline_core.memory_text import narrative_passage, narrative_prose, narrative_search_text, turn_text, turn_window
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.store import fts
 from tideline_core.store.database import Database

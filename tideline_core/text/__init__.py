@@ -1,0 +1,7 @@
+"""Text as Tideline reads it: segmentation into search tokens (Chinese and English), a text's token cost, and dates.
+
+Plain functions over strings and instants, with no store and no pydantic: the search, the
+injection, the dream and the LLM client all take them from here.
+"""
+
+__all__ = ["cost", "dates", "jieba_dictionary", "tokens"]
