@@ -58,7 +58,7 @@ def library_tokenizer(ours: Tokenizer, weights: E5Weights):  # type: ignore[no-u
 
     vocabulary = weights.vocabulary
     # Every piece in id order; a piece spelled twice keeps its first id, as ours does.
-    spelled = {piece_id: key for key, key_id in vocabulary.pieces.iteritems() for piece_id in [vocabulary.piece_ids[key_id]]}
+    spelled = {vocabulary.piece_ids[key_id]: key for key, key_id in vocabulary.pieces.iteritems()}
     vocab = [(spelled.get(i, f"<unused-{i}>"), float(vocabulary.scores[i])) for i in range(len(vocabulary.scores))]
     del spelled
     gc.collect()
@@ -101,14 +101,17 @@ def main(argv: list[str] | None = None) -> None:
     theirs = library_tokenizer(ours, weights)
     theirs_build = time.perf_counter() - started
     theirs_mib = rss_mib() - before
-    print(f"# e5 tokenizer vs tokenizers {__import__('tokenizers').__version__}: {len(english)} English, {len(chinese)} Chinese texts")
+    version = __import__("tokenizers").__version__
+    print(f"# e5 tokenizer vs tokenizers {version}: {len(english)} English, {len(chinese)} Chinese texts")
     for name, corpus in (("English", english), ("Chinese", chinese)):
         differ = [text for text in corpus if ours.ids(text) != theirs(text)]
         print(f"  {name}: {len(corpus) - len(differ)}/{len(corpus)} texts with the same ids")
         for text in differ[:3]:
             print(f"    differs: {text[:80]!r}")
-    print(f"  build      ours {ours_build:6.3f} s  +{ours_mib:5.1f} MiB   library {theirs_build:6.3f} s  +{theirs_mib:5.1f} MiB"
-        f" (of which the model itself +{LIBRARY_OWN_MIB[0]:.1f} MiB)")
+    print(
+        f"  build      ours {ours_build:6.3f} s  +{ours_mib:5.1f} MiB   library {theirs_build:6.3f} s"
+        f"  +{theirs_mib:5.1f} MiB (of which the model itself +{LIBRARY_OWN_MIB[0]:.1f} MiB)"
+    )
     for name, corpus in (("English", english), ("Chinese", chinese)):
         cold = Tokenizer(weights.vocabulary)
         started = time.perf_counter()

@@ -6,7 +6,6 @@ evaluation. Settings are read by the composition roots that call this, and by no
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 from tideline_core.dream.contract import StageContext
@@ -21,8 +20,6 @@ from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
-
-log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -64,6 +61,12 @@ def compose(
     PostgreSQL's BM25 tsvectors (`PostgresSearch`, which keeps no per-agent state anyway).
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
+    try:
+        require_vectors(db)
+    except ConfigurationError:
+        if database is None:
+            db.close()
+        raise
     extracts = settings.dream_extracts_in_search
     if cold and db.dialect == "postgresql":
         from tideline_core.search.pg_search import PostgresSearch
@@ -98,22 +101,22 @@ def compose(
     )
 
 
+def require_vectors(db: Database) -> None:
+    """PostgreSQL is a store only with pgvector in it (`pg_vectors.require`); SQLite needs nothing."""
+    if db.dialect == "postgresql":
+        with db.read() as conn:
+            pg_vectors.require(conn)
+
+
 def searcher_for(
     db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool, ef_search: int = pg_vectors.EF_SEARCH
 ) -> HybridSearch:
-    """PostgreSQL with pgvector: `PostgresSearch`, every index in the database (no per-agent state in the process);
-    otherwise `HybridSearch` over in-memory indexes (SQLite's default, and PostgreSQL without pgvector)."""
+    """PostgreSQL (with pgvector, `require_vectors`): `PostgresSearch`, every index in the database (no per-agent
+    state in the process); SQLite: `HybridSearch` over in-memory indexes."""
     if db.dialect == "postgresql":
-        with db.read() as conn:
-            ready = pg_vectors.enabled(conn)
-        if ready:
-            from tideline_core.search.pg_search import PostgresSearch  # only a PostgreSQL process loads it
+        from tideline_core.search.pg_search import PostgresSearch  # only a PostgreSQL process loads it
 
-            return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
-        log.warning(
-            "PostgreSQL without pgvector (no embeddings.vec column): search keeps in-memory indexes in this "
-            "process; install pgvector and run `tideline db upgrade` to search in the database"
-        )
+        return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
     return HybridSearch(db, embedder, query_timeout=query_timeout, extracts=extracts)
 
 

@@ -1,8 +1,9 @@
 """Operating on whole databases: bring one to the newest schema and indexes, copy one into another.
 
 What `tideline db upgrade` and `tideline db copy` do. On PostgreSQL an upgrade also sets up
-pgvector where the server has it (installed after the first migration, say) and indexes every row
-for keyword search in batches, each committed, so an interrupted upgrade resumes where it stopped.
+pgvector (installed after the first migration, say; a database without it is refused, after
+migrating, with what to install) and indexes every row for keyword search in batches, each
+committed, so an interrupted upgrade resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def _finish(db: Database, progress: Callable[[int], None] | None) -> UpgradeRepo
         return UpgradeReport(db.dialect, False, 0)
     with db.write() as conn:
         vectors = pg_vectors.ensure(conn)
+    with db.read() as conn:
+        pg_vectors.require(conn)  # migrated all the same: once pgvector is there, the next upgrade adds it
     indexed = 0
     while True:
         with db.write() as conn:
@@ -89,6 +92,11 @@ def copy(
     try:
         target = Database.open(target_url)
         try:
+            if target.dialect == "postgresql":
+                with target.write() as conn:  # pgvector installed since the first migration: set up now
+                    pg_vectors.ensure(conn, build_indexes=False)  # _finish builds them once the rows are in
+                with target.read() as conn:
+                    pg_vectors.require(conn)  # before a row is copied, not after all of them
             copied = transfer.copy_all(source.engine, target, batch=batch, progress=progress)
             keyword_rows = _finish(target, indexed).keyword_rows
             checks = transfer.verify(source.engine, target.engine)

@@ -25,6 +25,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, text
 
+from tideline_core.errors import ConfigurationError
 from tideline_core.numeric import np
 from tideline_core.store.schema import EXTRACT_SQL
 
@@ -65,6 +66,25 @@ def enabled(conn: Connection) -> bool:
         ).first()
         _enabled[engine] = found is not None
     return _enabled[engine]
+
+
+def require(conn: Connection) -> None:
+    """ConfigurationError, saying how to add it, unless this PostgreSQL database has pgvector's column.
+
+    Search on PostgreSQL reads the database's own indexes from every process; without the vector
+    column there would have to be another way to search, one that loads every agent's vectors into
+    each process. So nothing starts on such a database, where the fix is one package and one upgrade.
+    """
+    if enabled(conn):
+        return
+    step = (
+        "the server has it: run `tideline db upgrade` as a role that may CREATE EXTENSION (the database's owner or a "
+        "superuser)"
+        if available(conn)
+        else "install it on the server (Debian/Ubuntu: postgresql-<version>-pgvector; Docker: the pgvector/pgvector "
+        "image), then run `tideline db upgrade`"
+    )
+    raise ConfigurationError(f"this PostgreSQL database has no pgvector (embeddings.vec), which Tideline needs: {step}")
 
 
 def forget(engine: Engine) -> None:

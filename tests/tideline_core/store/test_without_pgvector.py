@@ -1,53 +1,63 @@
-"""PostgreSQL without pgvector still works: search keeps in-memory indexes, and `db upgrade` says where vectors are."""
+"""PostgreSQL without pgvector is refused at start, with what to install; `db upgrade` migrates it and says the same."""
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select, text
 
-from tests.words_embedder import WordsEmbedder
 from tideline_core.compose import compose
-from tideline_core.domain.inputs import NarrativeIn, SearchIn
-from tideline_core.search.pg_search import PostgresSearch
+from tideline_core.errors import ConfigurationError
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
+from tideline_core.store.database import Database, newest_revision
+from tideline_core.store.schema import Narrative
 
 
-def test_search_falls_back_to_in_memory_indexes_and_finds_by_keyword_and_by_vector(
-    tmp_path: Path, postgres_without_pgvector_url: str, caplog: pytest.LogCaptureFixture
+def cli(tmp_path: Path, *argv: str, database_url: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
+    env.update(TIDELINE_HOME=str(tmp_path), TIDELINE_DATABASE_URL=database_url, TIDELINE_EMBEDDER="none")
+    return subprocess.run(
+        [sys.executable, "-m", "tideline_cli", *argv], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_no_service_is_built_on_it_and_the_error_says_what_to_install(
+    tmp_path: Path, postgres_without_pgvector_url: str
 ) -> None:
     settings = Settings(home=tmp_path, embedder="none", database_url=postgres_without_pgvector_url)
-    with caplog.at_level(logging.WARNING):
-        service = compose(settings, jobs=NullJobQueue(), embedder=WordsEmbedder())
+    for cold in (False, True):
+        with pytest.raises(
+            ConfigurationError, match=r"no pgvector .*postgresql-<version>-pgvector.*tideline db upgrade"
+        ):
+            compose(settings, jobs=NullJobQueue(), cold=cold)
+
+
+def test_a_command_refuses_it_before_storing_anything(tmp_path: Path, postgres_without_pgvector_url: str) -> None:
+    done = cli(tmp_path, "write", "--gesture", "a memory never half-stored", database_url=postgres_without_pgvector_url)
+    assert done.returncode != 0
+    assert "no pgvector" in done.stderr and "Traceback" not in done.stderr
+    db = Database.open(postgres_without_pgvector_url, run_migrations=False)
     try:
-        assert not isinstance(service.searcher, PostgresSearch)
-        assert "PostgreSQL without pgvector" in caplog.text
-        lake = service.write_narrative("alice", NarrativeIn(gesture="我们在湖边钓鱼 fishing by the lake")).id
-        service.write_narrative("alice", NarrativeIn(gesture="The printer jams every morning"))
-        bobs = service.write_narrative("bob", NarrativeIn(gesture="Bob went fishing by the lake too")).id
-        while service.embed_pending(None, batch_size=16, max_batches=1).embedded:
-            pass
-        for mode in ("keyword", "dense", "hybrid"):
-            hits = service.search("alice", SearchIn(query="湖边 fishing", mode=mode, limit=5)).hits
-            assert [(h.kind, h.id) for h in hits][:1] == [("narrative", lake)], mode
-            assert bobs not in [h.id for h in hits], mode
+        with db.read() as conn:
+            assert conn.execute(select(func.count()).select_from(Narrative)).scalar_one() == 0
     finally:
-        service.close()
+        db.close()
 
 
-def test_db_upgrade_says_vectors_are_searched_in_memory(tmp_path: Path, postgres_without_pgvector_url: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tideline_cli", "db", "upgrade", "--database-url", postgres_without_pgvector_url],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}, "TIDELINE_HOME": str(tmp_path)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert "at the newest schema (postgresql)" in done.stdout
-    assert "vectors searched in memory (pgvector not installed); 0 rows indexed" in done.stdout
+def test_db_upgrade_migrates_it_and_then_says_what_is_missing(
+    tmp_path: Path, postgres_without_pgvector_url: str
+) -> None:
+    done = cli(tmp_path, "db", "upgrade", "--database-url", postgres_without_pgvector_url, database_url="")
+    assert done.returncode != 0
+    assert "no pgvector" in done.stderr and "Traceback" not in done.stderr
+    db = Database.open(postgres_without_pgvector_url, run_migrations=False)
+    try:
+        with db.read() as conn:
+            assert list(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == [newest_revision()]
+    finally:
+        db.close()

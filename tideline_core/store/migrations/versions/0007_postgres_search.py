@@ -46,10 +46,11 @@ def upgrade() -> None:
         with conn.begin_nested():  # a server without pgvector, or a role that may not create it: keep the rest
             if not pg_vectors.ensure(conn):
                 log.warning(
-                    "pgvector is not installed on this PostgreSQL server: dense search reads vectors into memory"
+                    "pgvector is not installed on this PostgreSQL server: Tideline will not start on this "
+                    "database until it is (install it, then run `tideline db upgrade`)"
                 )
     except DBAPIError as exc:
-        log.warning("pgvector could not be set up (%s): dense search reads vectors into memory", exc.orig)
+        log.warning("pgvector could not be set up (%s): Tideline will not start on this database until it is", exc.orig)
 
 
 def downgrade() -> None:
