@@ -1,32 +1,36 @@
 """Tideline's domain library: memories stored, searched and digested; imports no Celery, MCP or Redis.
 
-compose        settings → a ready `Service` (the one composition function)
+compose        settings → a ready `Service` (the one composition function); settings: the one settings object
 service        the use-case layer every edge calls (MCP tools, CLI, worker tasks, hooks)
-inputs         validated inputs at the boundary; records: the frozen values the store hands out
+domain         validated inputs, the frozen records the store hands out, scoring, a memory's text, the choices
+text           Chinese and English tokenization, a text's token cost, dates
 store          the schema and every SQL statement (SQLite or PostgreSQL)
 search         keyword and vector indexes, fusion, the hybrid searcher
 embedding      embedders (local e5, HTTP, none) and the one vector normalization
+inject         the blocks injected at session start and each turn
 dream          the dream stages, named once in a registry, each with its store code and kernel
+llm            the dream's LLM client and token budget
 attention      retrieval hits logged, and the heatmap of where they land
-memory_text    what each consumer reads of a narrative or a turn, defined once
-scoring        weight, recurrence and anti-inflation, defined once
-tokens         Chinese and English tokenization; errors, settings, timeutil: as named
+hooks          Claude Code / Codex hook events answered; importing: session files read into turns
+errors         the one error hierarchy; numeric: numpy on first use; ingest: embedding pending rows
 """
 
 __all__ = [
     "attention",
     "compose",
+    "domain",
     "dream",
     "embedding",
     "errors",
-    "inputs",
-    "memory_text",
-    "records",
-    "scoring",
+    "hooks",
+    "importing",
+    "ingest",
+    "inject",
+    "llm",
+    "numeric",
     "search",
     "service",
     "settings",
     "store",
-    "timeutil",
-    "tokens",
+    "text",
 ]

@@ -26,7 +26,6 @@ KEYWORD_BATCH = 2000  # rows indexed per committed transaction
 @dataclass(frozen=True)
 class UpgradeReport:
     dialect: str
-    pgvector: bool  # vectors searched in the database (PostgreSQL with pgvector)
     keyword_rows: int  # rows indexed for keyword search now
 
 
@@ -52,20 +51,26 @@ def upgrade(url: str, progress: Callable[[int], None] | None = None) -> UpgradeR
 
 def _finish(db: Database, progress: Callable[[int], None] | None) -> UpgradeReport:
     if db.dialect != "postgresql":
-        return UpgradeReport(db.dialect, False, 0)
-    with db.write() as conn:
-        vectors = pg_vectors.ensure(conn)
-    with db.read() as conn:
-        pg_vectors.require(conn)  # migrated all the same: once pgvector is there, the next upgrade adds it
+        return UpgradeReport(db.dialect, 0)
+    _set_up_vectors(db, build_indexes=True)  # migrated all the same: once pgvector is there, the next upgrade adds it
     indexed = 0
     while True:
         with db.write() as conn:
             done = pg_keywords.catch_up(conn, most=KEYWORD_BATCH)
         if not done:
-            return UpgradeReport(db.dialect, vectors, indexed)
+            return UpgradeReport(db.dialect, indexed)
         indexed += done
         if progress is not None:
             progress(indexed)
+
+
+def _set_up_vectors(db: Database, *, build_indexes: bool) -> None:
+    """pgvector's column (and its indexes) where the server has pgvector; ConfigurationError, saying what to
+    install, where it has not (PostgreSQL only)."""
+    with db.write() as conn:
+        pg_vectors.ensure(conn, build_indexes=build_indexes)
+    with db.read() as conn:
+        pg_vectors.require(conn)
 
 
 def copy(
@@ -92,11 +97,8 @@ def copy(
     try:
         target = Database.open(target_url)
         try:
-            if target.dialect == "postgresql":
-                with target.write() as conn:  # pgvector installed since the first migration: set up now
-                    pg_vectors.ensure(conn, build_indexes=False)  # _finish builds them once the rows are in
-                with target.read() as conn:
-                    pg_vectors.require(conn)  # before a row is copied, not after all of them
+            if target.dialect == "postgresql":  # refused before a row is copied, not after all of them
+                _set_up_vectors(target, build_indexes=False)  # _finish builds the indexes once the rows are in
             copied = transfer.copy_all(source.engine, target, batch=batch, progress=progress)
             keyword_rows = _finish(target, indexed).keyword_rows
             checks = transfer.verify(source.engine, target.engine)

@@ -1,8 +1,9 @@
 """A row whose transaction commits after a newer row's is still found by the in-memory indexes.
 
-On PostgreSQL (without pgvector: with it, search reads the database's indexes, not these) this is
-real: two transactions, the older id committing last. SQLite serializes writers, so there the same
-visibility order is staged by taking a committed row away and putting it back under its own id.
+On PostgreSQL (where the in-memory vector index still holds vectors of a size pgvector's column does
+not take, `search.pg_search`) this is real: two transactions, the older id committing last. SQLite
+serializes writers, so there the same visibility order is staged by taking a committed row away and
+putting it back under its own id.
 """
 
 from __future__ import annotations
