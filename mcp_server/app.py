@@ -50,6 +50,7 @@ from mcp_server.hooks_route import HookRoute
 from mcp_server.tools import inject, register_all
 from mcp_server.tools._edge import invalid, message
 from tideline_core.compose import compose
+from tideline_core.domain import schemas
 from tideline_core.domain.inputs import explain_validation
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
@@ -128,7 +129,7 @@ class TidelineServer(MCPServer[AppContext]):
             tool.model_copy(
                 update={
                     "description": arguments.one_paragraph(tool.description),
-                    "input_schema": arguments.published(tool.input_schema),
+                    "input_schema": schemas.published(tool.input_schema),
                     "output_schema": None if tool.output_schema is None else arguments.outline(tool.output_schema),
                 }
             )

@@ -1,9 +1,10 @@
-"""Arguments at the door: the tool schemas published to clients, and the names, nulls and types every tool call
-and prompt request is checked for.
+"""Arguments at the door: the tool descriptions and result schemas published to clients, and the names, nulls and
+types every tool call and prompt request is checked for.
 
 Every agent holds the tools list in its context for its whole session, so what is published says
-each thing once: no `title` repeating an argument's name, and a result's schema in outline (each
-field and its type; what the fields mean is in the tools reference, `docs/reference/mcp-tools.md`).
+each thing once: arguments as the core's `domain.schemas` publishes them, and a result's schema in
+outline (each field and its type; what the fields mean is in the tools reference,
+`docs/reference/mcp-tools.md`).
 
 Pure: schemas and argument mappings in, a cleaned schema or a problem (argument, rule) out.
 The SDK's own validation ignores arguments it does not know and turns an explicit null into the
@@ -15,24 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-from tideline_core.domain.inputs import MAX_ID
-
-# Defaults that say only "none given": an argument left out of `required` already says that.
-EMPTY_DEFAULTS: tuple[Any, ...] = (None, "", [], {})
-
-
-def published(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The input schema as clients see it: no argument may be null, none defaults to null or to nothing.
-
-    An optional argument is one left out of `required`, not one that admits null: widely installed
-    clients reject a schema of `["integer", "null"]` or coerce an empty field to null.
-    """
-    out = {k: v for k, v in schema.items() if k != "title"}
-    properties = {name: _without_null(prop) for name, prop in schema.get("properties", {}).items()}
-    if properties:
-        out["properties"] = properties
-    return out
 
 
 def one_paragraph(description: str | None) -> str | None:
@@ -64,25 +47,6 @@ def _types(prop: Mapping[str, Any], definitions: Mapping[str, Any]) -> str | lis
             if kind not in found:
                 found.append(kind)
     return found[0] if len(found) == 1 else found
-
-
-def _without_null(prop: Mapping[str, Any]) -> dict[str, Any]:
-    cleaned = {
-        k: v
-        for k, v in prop.items()
-        # An id's ceiling is the store's integer range, not a rule to read (a larger id is still refused).
-        if k != "title" and not (k == "default" and v in EMPTY_DEFAULTS) and not (k == "maximum" and v == MAX_ID)
-    }
-    if "items" in cleaned:
-        cleaned["items"] = _without_null(cleaned["items"])
-    variants = cleaned.pop("anyOf", None)
-    if variants is None:
-        return cleaned
-    kept = [v for v in variants if v != {"type": "null"}]
-    if len(kept) == 1:
-        # An optional argument whose own schema is optional nests one anyOf in another: unwrap both.
-        return _without_null({**kept[0], **cleaned})
-    return {**cleaned, "anyOf": kept}
 
 
 def problem(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> tuple[str, str] | None:

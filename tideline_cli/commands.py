@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline_cli.compose import open_service
+from tideline_cli.fields import add_fields, given_fields
 from tideline_cli.health import BeatReport, beat_report
 from tideline_cli.output import dumps
 from tideline_cli.stack import redacted_url
@@ -19,20 +20,22 @@ from tideline_core.service import StatusReport
 from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
 
-NARRATIVE_FLAGS = (
-    "gesture",
-    "context",
-    "moment",
-    "cognition_direction",
-    "importance",
-    "emotional",
-    "unresolved",
-    "entities_role",
-    "narrative_type",
-    "occurred_at",
-)
-LIST_FLAGS = ("tags", "related_entities")
-TURN_FLAGS = ("role", "content", "session_id", "speaker", "created_at")
+# Each option of `write` and `search` is a field of the core input model it fills (see `fields`).
+NARRATIVE_FIELDS = tuple(NarrativeIn.model_fields)
+NARRATIVE_FLAGS = {"narrative_type": "--type"}
+TURN_FIELDS = tuple(ContextTurnIn.model_fields)
+TURN_FLAGS = {"session_id": "--session"}
+SEARCH_FIELDS = ("mode", "kinds", "limit", "since", "until")
+
+
+def add_write_fields(write: argparse.ArgumentParser) -> None:
+    add_fields(write.add_argument_group("narrative fields"), NarrativeIn, NARRATIVE_FIELDS, flags=NARRATIVE_FLAGS)
+    turn = write.add_argument_group("context turn fields (with --turn)")
+    add_fields(turn, ContextTurnIn, TURN_FIELDS, flags=TURN_FLAGS)
+
+
+def add_search_fields(search: argparse.ArgumentParser) -> None:
+    add_fields(search, SearchIn, SEARCH_FIELDS)
 
 
 def _dump(value: Any) -> str:
@@ -41,12 +44,6 @@ def _dump(value: Any) -> str:
 
 def _agent(settings: Settings, args: argparse.Namespace) -> str:
     return str(args.agent or settings.agent)
-
-
-def _csv(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
@@ -159,17 +156,7 @@ def _span(seconds: float) -> str:
 def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     if not args.query.strip():  # the recent lines that stand in for a query are the MCP tool's, not the CLI's
         raise InvalidInput("query", "must name what to look for (it is empty)")
-    params = parse(
-        SearchIn,
-        {
-            "query": args.query,
-            "limit": args.limit,
-            "kinds": args.kinds,
-            "mode": args.mode,
-            "since": args.since,
-            "until": args.until,
-        },
-    )
+    params = parse(SearchIn, {"query": args.query, **given_fields(args, SearchIn, SEARCH_FIELDS)})
     with open_service(settings, keyword_only=args.mode == "keyword") as service:
         outcome = service.search(_agent(settings, args), params, source="cli")
     if args.json:
@@ -237,24 +224,9 @@ def _read_json_records(source: str) -> list[dict[str, Any]]:
 
 
 def _records_from_flags(args: argparse.Namespace) -> list[dict[str, Any]]:
-    names = TURN_FLAGS if args.turn else NARRATIVE_FLAGS
-    record = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.turn:
-        if args.metadata is not None:
-            try:
-                record["metadata"] = json.loads(args.metadata)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput("metadata", f"is not valid JSON ({exc.msg})") from None
-    else:
-        for name in LIST_FLAGS:
-            if (values := _csv(getattr(args, name))) is not None:
-                record[name] = values
-        if args.source_links is not None:
-            try:
-                record["source_links"] = [int(v) for v in _csv(args.source_links) or []]
-            except ValueError:
-                raise InvalidInput("source_links", "must be comma-separated context turn ids (integers)") from None
-    return [record]
+        return [given_fields(args, ContextTurnIn, TURN_FIELDS)]
+    return [given_fields(args, NarrativeIn, NARRATIVE_FIELDS)]
 
 
 def _validated(records: list[dict[str, Any]], turn: bool) -> list[Any]:

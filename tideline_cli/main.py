@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 from tideline_cli import hook, serve  # the standard library only: both must start fast
 
@@ -35,10 +35,16 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", help="agent id (default: TIDELINE_AGENT / AGENT_NAME, else 'default')")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # Every module here imports only what its parser needs: `--help` loads no store, model or pydantic.
+def build_parser(fields_for: Container[str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; the options of `fields_for`'s commands (all by default) are the core input models' fields.
+
+    Those options need the models (and pydantic) to describe them, so `main` derives them only for
+    the command it runs: `tideline --help` loads no store, model or pydantic.
+    """
     from tideline_cli import db, dream, evaluate, health, importing, mcp_config, stages
-    from tideline_core.domain.choices import SEARCH_KINDS, SEARCH_MODES
+
+    def derived(command: str) -> bool:
+        return fields_for is None or command in fields_for
 
     parser = argparse.ArgumentParser(
         prog="tideline", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -104,11 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", help="what to look for (any text; search syntax is treated as text)")
     _add_agent(search)
-    search.add_argument("--mode", choices=SEARCH_MODES, default="hybrid", help="ranking (default: hybrid)")
-    search.add_argument("--kinds", choices=SEARCH_KINDS, default="all", help="what to search (default: all)")
-    search.add_argument("--limit", type=int, default=10, help="how many hits (1-100, default 10)")
-    search.add_argument("--since", help="only from this ISO date/time on")
-    search.add_argument("--until", help="only up to this ISO date/time")
+    if derived("search"):
+        from tideline_cli.commands import add_search_fields
+
+        add_search_fields(search)
     search.add_argument("--json", action="store_true", help="print JSON instead of text")
     search.add_argument("--explain", action="store_true", help="show which signals ranked each hit, and how much")
 
@@ -128,26 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a key of your own for this batch (e.g. a UUID): run again with the same key, it prints the first "
         "result and stores nothing",
     )
-    narrative = write.add_argument_group("narrative fields")
-    narrative.add_argument("--gesture", help="what happened, one sentence with its tone (required)")
-    narrative.add_argument("--context", help="background")
-    narrative.add_argument("--moment", help="the moment itself")
-    narrative.add_argument("--cognition-direction", help="where thinking went")
-    for score in ("importance", "emotional", "unresolved"):
-        narrative.add_argument(f"--{score}", type=int, help=f"{score} score 1-5 (default 3)")
-    narrative.add_argument("--tags", help="comma-separated tags")
-    narrative.add_argument("--entities-role", help="who did what, e.g. 'A=judge+execute; B=review'")
-    narrative.add_argument("--related-entities", help="comma-separated entity names")
-    narrative.add_argument("--source-links", help="comma-separated context turn ids")
-    narrative.add_argument("--type", dest="narrative_type", help="event, reflection, insight, decision, dream, other")
-    narrative.add_argument("--occurred-at", help="ISO date/time (default: now)")
-    turn = write.add_argument_group("context turn fields (with --turn)")
-    turn.add_argument("--role", help="user, assistant, system or tool")
-    turn.add_argument("--content", help="the full text of the turn")
-    turn.add_argument("--session", dest="session_id", help="session id")
-    turn.add_argument("--speaker", help="who spoke (default: the role)")
-    turn.add_argument("--metadata", help="a JSON object")
-    turn.add_argument("--created-at", help="ISO date/time (default: now)")
+    if derived("write"):
+        from tideline_cli.commands import add_write_fields
+
+        add_write_fields(write)
 
     inject = sub.add_parser(
         "inject",
@@ -185,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook.main(argv[1:])
     if argv[:1] == ["serve"]:  # execs the server, which imports (and checks the settings) itself
         return serve.main(argv[1:])
-    args = build_parser().parse_args(argv)  # `--help` and usage errors end here, before the heavy imports
+    args = build_parser(fields_for=argv[:1]).parse_args(
+        argv
+    )  # `--help` and usage errors end here, before the heavy imports
     import logging
 
     from pydantic import ValidationError

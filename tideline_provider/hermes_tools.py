@@ -1,37 +1,27 @@
 """The Hermes provider's tools: their OpenAI function schemas and their calls (parse → one service method → JSON).
 
-The schemas publish the core input models' own field schemas (limits, enums, defaults), so what a
-model is told and what is checked cannot drift apart; the core model checks every call once.
+The schemas are the core input models' own fields (limits, enums, defaults, descriptions), as the MCP
+tools publish them, so what a model is told and what is checked cannot drift apart; the core model
+checks every call once.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
 from tideline_core.domain.inputs import NarrativeIn, SearchIn, parse
 from tideline_core.domain.memory_text import amendment_mark, cut
+from tideline_core.domain.schemas import arguments
 from tideline_core.errors import InvalidInput
 from tideline_provider.provider import TidelineProvider
 
 SEARCH = "tideline_search"
 REMEMBER = "tideline_remember"
 HIT_CHARS = 2_000  # of a hit's text in a tool answer: a turn may hold 100,000 characters
-DATE: dict[str, Any] = {"type": "string", "description": "ISO-8601 date or date-time, e.g. 2026-05-08 (UTC)"}
-
-
-@cache
-def _fields(model: type[BaseModel]) -> dict[str, Any]:
-    return dict(model.model_json_schema()["properties"])
-
-
-def _arg(model: type[BaseModel], field: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    published = {k: v for k, v in (schema or _fields(model)[field]).items() if k not in ("title", "description")}
-    return {**published, "description": description}
 
 
 def schemas() -> list[dict[str, Any]]:
@@ -46,20 +36,13 @@ def schemas() -> list[dict[str, Any]]:
                 "context = a conversation turn), id, text and time. Memories bearing on each message are already "
                 "recalled for you in <memory-context>; search when you need more."
             ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": _arg(SearchIn, "query", "What to look for, as plain text.") | {"minLength": 1},
-                    "kinds": _arg(
-                        SearchIn, "kinds", "'all' (default), 'narratives' (memories only) or 'context' (turns only)."
-                    ),
-                    "since": _arg(SearchIn, "since", "Only results at or after this instant.", DATE),
-                    "until": _arg(SearchIn, "until", "Only results at or before this instant.", DATE),
-                    "limit": _arg(SearchIn, "limit", "How many hits, 1-100 (default 10)."),
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            # A function call has no recent lines to stand in for the query: the query is required.
+            "parameters": _parameters(
+                SearchIn,
+                fields=("query", "kinds", "since", "until", "limit"),
+                required=("query",),
+                overrides={"query": {"minLength": 1}},
+            ),
         },
         {
             "name": REMEMBER,
@@ -69,24 +52,27 @@ def schemas() -> list[dict[str, Any]]:
                 "words. Conversation is kept verbatim on its own; write what it meant. Returns the memory's id and "
                 "weight; on bad input nothing is stored and the error names the field and the rule."
             ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "gesture": _arg(NarrativeIn, "gesture", "What happened, in one sentence that keeps its tone."),
-                    "context": _arg(NarrativeIn, "context", "Background: what led to it, what was going on."),
-                    "moment": _arg(NarrativeIn, "moment", "The concrete moment or detail that made it stick."),
-                    "importance": _arg(NarrativeIn, "importance", "How much it matters, 1-5 (3 when unsure)."),
-                    "emotional": _arg(NarrativeIn, "emotional", "Emotional intensity, 1-5."),
-                    "unresolved": _arg(NarrativeIn, "unresolved", "How open it still is, 1-5."),
-                    "tags": _arg(NarrativeIn, "tags", "Topic tags; tags that recur raise a memory's weight."),
-                    "narrative_type": _arg(NarrativeIn, "narrative_type", "What kind of memory it is (default event)."),
-                    "occurred_at": _arg(NarrativeIn, "occurred_at", "When it happened (default: now).", DATE),
-                },
-                "required": ["gesture"],
-                "additionalProperties": False,
-            },
+            "parameters": _parameters(NarrativeIn, fields=REMEMBERED),
         },
     ]
+
+
+# What a Hermes model is asked for when it keeps a memory: the narrative's story and scores, not its links.
+REMEMBERED = (
+    "gesture",
+    "context",
+    "moment",
+    "importance",
+    "emotional",
+    "unresolved",
+    "tags",
+    "narrative_type",
+    "occurred_at",
+)
+
+
+def _parameters(model: type[BaseModel], **choice: Any) -> dict[str, Any]:
+    return {**arguments(model, **choice), "additionalProperties": False}
 
 
 def call(memory: TidelineProvider, tool_name: str, args: Any) -> str:

@@ -14,10 +14,11 @@ rule once and the caller gets one clear message naming the field and the rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache, partial
-from typing import Annotated, Any, TypeVar
+from functools import partial
+from inspect import Parameter, Signature
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context
@@ -27,6 +28,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, WithJsonSchema
 
 from mcp_server.context import AppContext
+from tideline_core.domain import schemas
 from tideline_core.domain.inputs import WriteKey, parse
 from tideline_core.errors import InvalidInput, NotFound, TidelineError
 
@@ -39,40 +41,77 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 # destructiveHint and idempotentHint mean something only where readOnlyHint is false (the spec's words).
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-DATE_SCHEMA: dict[str, Any] = {
-    "type": "string",
-    "description": (
-        "ISO-8601 date or date-time, e.g. 2026-05-08 or 2026-05-08T13:56:00Z (UTC unless an offset is given)"
-    ),
-}
+Body = Callable[..., Awaitable[Any]]
+
+# A search or a prefetch calls the conversation that stands in for its query the recent turns.
+RECENT_TURNS = {"conversation": "recent_turns"}
 
 
-@cache
-def _properties(model: type[BaseModel]) -> dict[str, Any]:
-    return dict(model.model_json_schema()["properties"])
+def operation(
+    model: type[BaseModel] | None,
+    *,
+    keyed: bool = False,
+    fields: Sequence[str] | None = None,
+    names: Mapping[str, str] | None = None,
+    required: Sequence[str] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Callable[[Body], Callable[..., Awaitable[Any]]]:
+    """A tool whose arguments are `model`'s fields (or `fields` of them, as `names` calls them), for `add_tool`.
 
-
-def described(schema: dict[str, Any], description: str) -> WithJsonSchema:
-    """A tool argument published with `schema` and `description` (for arguments no core model field declares)."""
-    published = {key: value for key, value in schema.items() if key != "title"}
-    if description:  # an argument its name and limits say all of goes without one
-        published["description"] = description
-    return WithJsonSchema(published)
-
-
-def spec(model: type[BaseModel], field: str, description: str, schema: dict[str, Any] | None = None) -> WithJsonSchema:
-    """The published JSON schema of a tool argument: the core model field's own (or `schema`), described.
-
-    Use as `Annotated[str, spec(...)]` for free text (the SDK then only checks it is a string and
-    leaves JSON-looking text alone) and `Annotated[Any, spec(...)]` for everything else (numbers,
-    lists, objects, enums, dates), which only the core model validates.
+    The body is `async (app, agent, data[, key]) -> result`, its docstring the tool's description and
+    its return type the result's schema: `data` is the model, validated once here with every rule
+    named (`fixed` values added), and `key` the caller's idempotency key when `keyed`. The SDK sees a
+    signature of loose types (text as `str`, the rest as `Any`) published with the field's schema.
     """
-    return described(schema if schema is not None else _properties(model)[field], description)
+
+    def tool_of(body: Body) -> Callable[..., Awaitable[Any]]:
+        schema = _schema(model, keyed=keyed, fields=fields, names=names, required=required, overrides=overrides)
+        rename = names or {}
+        by_name = {rename.get(field, field): field for field in _fields(model, fields)}
+
+        async def tool(ctx: Context, **supplied: Any) -> Any:
+            app = app_of(ctx)
+            agent = app.resolve_agent()
+            with tool_errors():
+                head: tuple[Any, ...] = (app, agent)
+                if model is not None:
+                    values = {by_name[name]: value for name, value in supplied.items() if name in by_name}
+                    head += (parse(model, given(**values) | dict(fixed or {}), names=rename),)
+                if keyed:
+                    return await body(*head, write_key(supplied.get("idempotency_key")))
+                return await body(*head)
+
+        returns = get_type_hints(body)["return"]
+        parameters = [Parameter("ctx", Parameter.KEYWORD_ONLY, annotation=Context)]
+        for name, prop in schema["properties"].items():
+            loose: Any = str if prop.get("type") == "string" else Any
+            default = Parameter.empty if name in schema.get("required", ()) else prop.get("default")
+            annotation = Annotated[loose, WithJsonSchema(prop)]
+            parameters.append(Parameter(name, Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+        tool.__signature__ = Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+        tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+        tool.__name__ = tool.__qualname__ = body.__name__
+        tool.__doc__ = body.__doc__
+        tool.__module__ = body.__module__
+        return tool
+
+    return tool_of
 
 
-IdempotencyKey = Annotated[
-    str, spec(WriteKey, "idempotency_key", "A retry with this key returns the first result, storing nothing.")
-]
+def _fields(model: type[BaseModel] | None, fields: Sequence[str] | None) -> list[str]:
+    if model is None:
+        return []
+    return list(fields) if fields is not None else list(model.model_fields)
+
+
+def _schema(model: type[BaseModel] | None, *, keyed: bool, **choice: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    if model is not None:
+        schema = schemas.arguments(model, **choice)
+    if keyed:
+        schema["properties"] |= schemas.arguments(WriteKey)["properties"]
+    return schema
 
 
 def write_key(value: str | None) -> str | None:

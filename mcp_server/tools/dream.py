@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 
+from mcp_server.context import AppContext
 from mcp_server.models import DreamRun
 from mcp_server.models_dream import DreamChange, DreamLog, StageResult, TriggerResult
-from mcp_server.tools._edge import READ, app_of, described, given, offload, spec, tool_errors
-from tideline_core.domain.inputs import DreamLogQuery, TriggerIn, parse
+from mcp_server.tools._edge import READ, offload, operation
+from tideline_core.domain.inputs import DreamLogQuery, TriggerIn
 from tideline_core.dream import STAGES
 from tideline_core.service import change_dict
 
@@ -21,14 +19,7 @@ TRIGGER = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempote
 JOBS = ["dream", *(stage.name for stage in STAGES)]
 
 # The jobs are the dream stages of tideline_core.dream.registry, whatever they are, and the whole dream.
-Job = Annotated[Any, described({"type": "string", "enum": JOBS}, "dream (every nightly stage, in order) or one stage.")]
-DryRun = Annotated[Any, spec(TriggerIn, "dry_run", "Return one stage's changes and write nothing.")]
-Wait = Annotated[
-    Any, spec(TriggerIn, "wait", "Seconds to wait for a stage's result (default 60 for a dry run, else 0).")
-]
-Limit = Annotated[Any, spec(DreamLogQuery, "limit", "How many runs, newest first.")]
-Stage = Annotated[Any, spec(DreamLogQuery, "stage", "Only runs of this stage.")]
-RunId = Annotated[Any, spec(DreamLogQuery, "run_id", "One run (its id from the list): every change it applied.")]
+JOB = {"job": {"enum": JOBS}}
 
 TRIGGER_DESCRIPTION = (
     "Start your dream, or one stage, now instead of at night (a stage needing an LLM is skipped without one); "
@@ -37,14 +28,11 @@ TRIGGER_DESCRIPTION = (
 )
 
 
-async def memory_trigger(ctx: Context, job: Job, dry_run: DryRun = None, wait: Wait = None) -> TriggerResult:
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        request = parse(TriggerIn, given(job=job, dry_run=dry_run, wait=wait))
-        started = await offload(
-            app.service.trigger_and_wait, agent, request.job, dry_run=request.dry_run, wait=request.wait
-        )
+@operation(TriggerIn, overrides=JOB)
+async def memory_trigger(app: AppContext, agent: str, request: TriggerIn) -> TriggerResult:
+    started = await offload(
+        app.service.trigger_and_wait, agent, request.job, dry_run=request.dry_run, wait=request.wait
+    )
     outcome = started.outcome
     result = TriggerResult(agent=agent, job=request.job, task_id=started.task_id, dry_run=request.dry_run)
     if outcome is None:
@@ -53,22 +41,19 @@ async def memory_trigger(ctx: Context, job: Job, dry_run: DryRun = None, wait: W
     return result.model_copy(update={"state": outcome.state, "result": finished, "error": outcome.error or None})
 
 
-async def memory_dream_log(ctx: Context, limit: Limit = None, stage: Stage = None, run_id: RunId = None) -> DreamLog:
+@operation(DreamLogQuery)
+async def memory_dream_log(app: AppContext, agent: str, query: DreamLogQuery) -> DreamLog:
     """See what your dream did: the latest stage runs, or with `run_id` every change of one run, before and after
     (`tideline dream undo RUN` reverts it). Returns `runs` and `changes`.
     """
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        query = parse(DreamLogQuery, given(limit=limit, stage=stage, run_id=run_id))
-        if query.run_id is not None:
-            view = await offload(app.service.dream_run, agent, query.run_id)
-            return DreamLog(
-                agent=agent,
-                runs=[DreamRun.model_validate(view.run)],
-                changes=[DreamChange.model_validate(change_dict(c)) for c in view.changes],
-            )
-        runs = await offload(app.service.dream_log, agent, limit=query.limit, stage=query.stage)
+    if query.run_id is not None:
+        view = await offload(app.service.dream_run, agent, query.run_id)
+        return DreamLog(
+            agent=agent,
+            runs=[DreamRun.model_validate(view.run)],
+            changes=[DreamChange.model_validate(change_dict(c)) for c in view.changes],
+        )
+    runs = await offload(app.service.dream_log, agent, limit=query.limit, stage=query.stage)
     return DreamLog(agent=agent, runs=[DreamRun.model_validate(r) for r in runs])
 
 

@@ -3,8 +3,6 @@ with completions for the prompt's session and the resource's agent."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.prompts.base import UserMessage
@@ -20,44 +18,25 @@ from mcp_types import (
 
 from mcp_server.context import AppContext
 from mcp_server.models_inject import Injection
-from mcp_server.tools._edge import READ, app_of, given, invalid, offload, request_errors, spec, tool_errors
-from mcp_server.tools.narratives import RecentTurns
+from mcp_server.tools._edge import READ, RECENT_TURNS, app_of, given, invalid, offload, operation, request_errors
 from tideline_core.domain.inputs import InjectIn, PrefetchIn, parse
 
-SessionId = Annotated[
-    str, spec(InjectIn, "session_id", "This conversation's id, so memory_prefetch never shows it the same item twice.")
-]
-Budget = Annotated[Any, spec(InjectIn, "budget", "Most tokens the block may take.")]
-Query = Annotated[str, spec(PrefetchIn, "query", "What the user just said or asked.")]
 
-
-async def memory_inject(ctx: Context, session_id: SessionId = "", budget: Budget = None) -> Injection:
+@operation(InjectIn)
+async def memory_inject(app: AppContext, agent: str, request: InjectIn) -> Injection:
     """Get the session-start block (who you are and what matters now), once when a conversation starts; it stays
     byte-identical while nothing in it changes. Returns the text, version and items.
     """
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        request = parse(InjectIn, given(session_id=session_id, budget=budget))
-        block = await offload(app.service.session_start, agent, request)
+    block = await offload(app.service.session_start, agent, request)
     return Injection.of(block)
 
 
-async def memory_prefetch(
-    ctx: Context, query: Query = "", recent_turns: RecentTurns = None, session_id: SessionId = "", budget: Budget = None
-) -> Injection:
+@operation(PrefetchIn, fields=("query", "conversation", "session_id", "budget"), names=RECENT_TURNS)
+async def memory_prefetch(app: AppContext, agent: str, request: PrefetchIn) -> Injection:
     """Get this turn's memories, on every user turn: pass the user's words as `query` and/or `recent_turns`, and append
     the text after the session-start block; nothing this session was shown repeats. Returns the text and items.
     """
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        request = parse(
-            PrefetchIn,
-            given(query=query, conversation=recent_turns, session_id=session_id, budget=budget),
-            names={"conversation": "recent_turns"},
-        )
-        block = await offload(app.service.prefetch, agent, request)
+    block = await offload(app.service.prefetch, agent, request)
     return Injection.of(block)
 
 

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
 
+from mcp_server.context import AppContext
 from mcp_server.models import Status
-from mcp_server.tools._edge import READ, app_of, offload, tool_errors
+from mcp_server.tools._edge import READ, offload, operation
 
 
-async def memory_status(ctx: Context) -> Status:
+@operation(None)
+async def memory_status(app: AppContext, agent: str) -> Status:
     """Check your memory's health when search seems to miss recent things. Returns counts, pending embeddings, queues
     and workers (null when the broker is down), recent errors and dream runs.
     """
-    app = app_of(ctx)
-    agent = app.resolve_agent()
-    with tool_errors():
-        report = await offload(app.service.status, agent)
+    report = await offload(app.service.status, agent)
     return Status.of(report)
 
 

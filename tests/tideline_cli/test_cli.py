@@ -242,3 +242,31 @@ def test_help_loads_no_store_no_model_and_no_validation_library() -> None:
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     heavy = {"pydantic", "pydantic_settings", "sqlalchemy", "numpy", "celery", "redis", "jieba", "mcp"}
     assert not heavy & loaded, sorted(heavy & loaded)
+
+
+def test_every_field_of_a_memory_is_an_option_of_write_described_as_the_model_describes_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tideline_cli.main import main
+    from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
+
+    with pytest.raises(SystemExit):
+        main(["write", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
+    for model, renamed in ((NarrativeIn, {"narrative_type": "--type"}), (ContextTurnIn, {"session_id": "--session"})):
+        for name, field in model.model_fields.items():
+            assert renamed.get(name, "--" + name.replace("_", "-")) in shown, name
+            assert str(field.description).rstrip(".") in shown, name
+
+
+def test_list_and_object_options_are_read_as_the_model_takes_them(cli_env: dict[str, str]) -> None:
+    turn = tideline(cli_env, "write", "--turn", "--role", "user", "--content", "hi", "--metadata", '{"lang": "en"}')
+    assert turn.returncode == 0, turn.stderr
+    turn_id = json.loads(turn.stdout)["id"]
+    linked = tideline(cli_env, "write", "--gesture", "said hi", "--source-links", str(turn_id), "--tags", "a, b,a")
+    assert linked.returncode == 0, linked.stderr
+    bad = tideline(cli_env, "write", "--gesture", "said hi", "--source-links", "1,two")
+    assert bad.returncode == 2 and "source_links: must be comma-separated integers" in bad.stderr
+    bad_json = tideline(cli_env, "write", "--turn", "--role", "user", "--content", "x", "--metadata", "{lang")
+    assert bad_json.returncode == 2 and "metadata: is not valid JSON" in bad_json.stderr
+    assert narratives_stored(cli_env) == 1

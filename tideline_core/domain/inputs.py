@@ -1,4 +1,9 @@
-"""Validated inputs (pydantic, the boundary): writes, searches and reads; every rule names its field."""
+"""Validated inputs (pydantic, the boundary): writes, searches and reads; every rule names its field.
+
+Each operation's input is one model here, and each field's description is what a caller reads
+about it: the MCP tools, the Hermes functions and the CLI's options publish these fields (see
+`schemas`), so an argument is declared once, with its limits, its default and its meaning.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +21,12 @@ from pydantic import (
     StrictInt,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from tideline_core.domain.choices import TURN_ROLES
+from tideline_core.domain.choices import TURN_ROLES, TurnRole
 from tideline_core.errors import InvalidInput
 from tideline_core.text.dates import parse_instant
 
@@ -45,7 +51,6 @@ MAX_ID = 2**31 - 1
 Score = Annotated[StrictInt, Field(ge=1, le=5)]
 RowId = Annotated[StrictInt, Field(ge=1, le=MAX_ID)]
 NarrativeType = Literal["event", "reflection", "insight", "decision", "dream", "digest", "other"]
-TurnRole = Literal["user", "assistant", "system", "tool"]
 ProfileKind = Literal["fact", "impression", "relationship", "self", "contact"]
 SelfConceptKind = Literal["fact", "terrain", "reflection"]
 ThreadStatus = Literal["open", "exploring", "resolved", "dropped"]
@@ -89,27 +94,43 @@ def _instant(value: Any) -> datetime | None:
 
 
 # A date or date-time as ISO-8601 text (or a datetime), made timezone-aware UTC; empty means none.
-Instant = Annotated[datetime | None, BeforeValidator(_instant)]
+Instant = Annotated[datetime | None, BeforeValidator(_instant), WithJsonSchema({"type": "string"})]
+
+
+def _none_if_empty(value: Any) -> Any:
+    return None if value == "" else value
 
 
 class NarrativeIn(_Input):
-    gesture: str = Field(min_length=1, max_length=MAX_GESTURE)
-    context: str = Field(default="", max_length=MAX_FIELD)
-    moment: str = Field(default="", max_length=MAX_FIELD)
-    cognition_direction: str = Field(default="", max_length=MAX_FIELD)
-    importance: Score = 3
-    emotional: Score = 3
-    unresolved: Score = 3
+    gesture: str = Field(
+        min_length=1, max_length=MAX_GESTURE, description="What happened, in one sentence that keeps its tone."
+    )
+    context: str = Field(default="", max_length=MAX_FIELD, description="Background: what led to it, what was going on.")
+    moment: str = Field(
+        default="", max_length=MAX_FIELD, description="The concrete moment or detail that made it stick."
+    )
+    cognition_direction: str = Field(
+        default="", max_length=MAX_FIELD, description="Where your thinking went because of it."
+    )
+    importance: Score = Field(default=3, description="How much it matters.")
+    emotional: Score = Field(default=3, description="Emotional intensity.")
+    unresolved: Score = Field(default=3, description="How open it still is.")
     tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
-        default_factory=list, max_length=MAX_TAGS
+        default_factory=list, max_length=MAX_TAGS, description="Topic tags; tags that recur raise recurrence."
     )
-    entities_role: str = Field(default="", max_length=MAX_GESTURE)
+    entities_role: str = Field(
+        default="", max_length=MAX_GESTURE, description="Who did what, e.g. 'Alice=judged+executed; Bob=reviewed'."
+    )
     related_entities: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
-        default_factory=list, max_length=MAX_LIST
+        default_factory=list, max_length=MAX_LIST, description="Other people or things involved."
     )
-    source_links: list[RowId] = Field(default_factory=list, max_length=MAX_LIST)
-    narrative_type: NarrativeType = "event"
-    occurred_at: Instant = None
+    source_links: list[RowId] = Field(
+        default_factory=list, max_length=MAX_LIST, description="Ids of the turns (context_record) it came from."
+    )
+    narrative_type: NarrativeType = Field(
+        default="event", description="What kind of memory (digest: a session's summary)."
+    )
+    occurred_at: Instant = Field(default=None, description="When it happened (default: now).")
 
     @field_validator("tags", mode="after")
     @classmethod
@@ -119,12 +140,12 @@ class NarrativeIn(_Input):
 
 
 class ContextTurnIn(_Input):
-    role: TurnRole
-    content: str = Field(min_length=1, max_length=MAX_TURN)
-    session_id: str = Field(default="", max_length=256)
-    speaker: str = Field(default="", max_length=128)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: Instant = None
+    role: TurnRole = Field(description="Who spoke.")
+    content: str = Field(min_length=1, max_length=MAX_TURN, description="The full text of the turn, verbatim.")
+    session_id: str = Field(default="", max_length=256, description="The conversation this turn belongs to.")
+    speaker: str = Field(default="", max_length=128, description="The speaker's name, if not just the role.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Extra facts about the turn, a JSON object.")
+    created_at: Instant = Field(default=None, description="When the turn was said (default: now).")
 
     @field_validator("metadata", mode="after")
     @classmethod
@@ -139,32 +160,56 @@ class ContextTurnIn(_Input):
 
 
 class AmendmentIn(_Input):
-    narrative_id: RowId
-    note: str = Field(min_length=1, max_length=MAX_FIELD)
+    narrative_id: RowId = Field(description="The id of the memory to annotate (from memory_write or a search).")
+    note: str = Field(min_length=1, max_length=MAX_FIELD, description="The correction or afterthought to attach.")
 
 
 class ProfileIn(_Input):
-    entity: str = Field(min_length=1, max_length=128)
-    kind: ProfileKind
-    content: str = Field(min_length=1, max_length=MAX_FIELD)
-    pinned: StrictBool | None = None  # None: a new entry is not pinned, a rewritten one keeps its pin
+    entity: str = Field(
+        min_length=1, max_length=128, description="Who or what the profile is about, e.g. a person's name or 'self'."
+    )
+    kind: ProfileKind = Field(description="fact, impression, relationship, self (their view), contact.")
+    content: str = Field(
+        min_length=1, max_length=MAX_FIELD, description="The whole current text for this entity and kind."
+    )
+    # None: a new entry is not pinned, a rewritten one keeps its pin.
+    pinned: StrictBool | None = Field(
+        default=None, description="Always show it at session start (a rewrite keeps its pin unless given)."
+    )
 
 
 class SelfConceptIn(_Input):
-    kind: SelfConceptKind
-    key: str = Field(default="main", min_length=1, max_length=128)
-    content: str = Field(min_length=1, max_length=MAX_FIELD)
+    kind: SelfConceptKind = Field(description="fact (true of you), terrain (your inner landscape), reflection.")
+    key: str = Field(
+        default="main",
+        min_length=1,
+        max_length=128,
+        description="Which entry of that kind to replace (default 'main').",
+    )
+    content: str = Field(min_length=1, max_length=MAX_FIELD, description="The whole current text of the entry.")
 
 
 class ThreadIn(_Input):
     """A new thread (no `thread_id`; `title` needed), or an update of one: what is left out keeps its value."""
 
     # `thread_id` comes first so the title's check below can see it.
-    thread_id: RowId | None = None
-    title: str | None = Field(default=None, min_length=1, max_length=MAX_GESTURE, validate_default=True)
-    content: str | None = Field(default=None, max_length=MAX_FIELD)
-    status: ThreadStatus | None = None
-    priority: Score | None = None
+    thread_id: RowId | None = Field(
+        default=None, description="The id of an existing thread to update; omit to open a new one."
+    )
+    title: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_GESTURE,
+        validate_default=True,
+        description="The question or line of thought; required to open a thread.",
+    )
+    content: str | None = Field(
+        default=None, max_length=MAX_FIELD, description="Notes: what you know so far, what to try next."
+    )
+    status: ThreadStatus | None = Field(default=None, description="open by default for a new thread.")
+    priority: Score | None = Field(
+        default=None, description="How much it pulls at you (3 for a new thread by default)."
+    )
 
     @field_validator("title", mode="after")
     @classmethod
@@ -175,8 +220,10 @@ class ThreadIn(_Input):
 
 
 class SnapshotIn(_Input):
-    content: str = Field(min_length=1, max_length=MAX_FIELD)
-    mood: str = Field(default="", max_length=128)
+    content: str = Field(
+        min_length=1, max_length=MAX_FIELD, description="Your state right now: what you are doing, feeling, holding."
+    )
+    mood: str = Field(default="", max_length=128, description="A word or two for the mood.")
 
 
 MAX_KEY = 128
@@ -185,7 +232,12 @@ MAX_KEY = 128
 class WriteKey(_Input):
     """The optional idempotency key of a write: the same key again returns the first result and stores nothing."""
 
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_KEY,
+        description="A retry with this key returns the first result.",
+    )
 
     @field_validator("idempotency_key", mode="after")
     @classmethod
@@ -197,11 +249,20 @@ class WriteKey(_Input):
         return key
 
 
+def _line_by_role(schema: dict[str, Any]) -> None:
+    # Callers name a line's side by its role, as they do a turn's; `is_self` is what the role becomes.
+    properties = schema["properties"]
+    properties.pop("is_self", None)
+    properties["role"] = {"type": "string", "enum": list(TURN_ROLES), "description": "assistant for your own lines"}
+
+
 class ConversationLine(_Input):
     """One recent line of a dialogue used as a query; `role: "assistant"` is accepted for is_self."""
 
-    speaker: str = Field(default="", max_length=128)
-    text: str = Field(min_length=1, max_length=MAX_LINE)
+    model_config = ConfigDict(json_schema_extra=_line_by_role)
+
+    speaker: str = Field(default="", max_length=128, description="who said it")
+    text: str = Field(min_length=1, max_length=MAX_LINE, description="what was said")
     is_self: StrictBool = False
 
     @model_validator(mode="before")
@@ -224,15 +285,25 @@ def _query_or_lines(value: str, info: ValidationInfo) -> str:
     return value
 
 
+RECENT_LINES = "This conversation's last lines, oldest first (query may then be empty)."
+
+
 class SearchIn(_Input):
     # `conversation` comes first so the query's check below can see it.
-    conversation: list[ConversationLine] = Field(default_factory=list, max_length=MAX_CONVERSATION)
-    query: str = Field(default="", max_length=MAX_QUERY, validate_default=True)
+    conversation: list[ConversationLine] = Field(
+        default_factory=list, max_length=MAX_CONVERSATION, description=RECENT_LINES
+    )
+    query: str = Field(
+        default="",
+        max_length=MAX_QUERY,
+        validate_default=True,
+        description="What to look for, in any language; word* asks for the words it begins.",
+    )
     limit: StrictInt = Field(default=10, ge=1, le=100)
-    kinds: SearchKind = "all"
-    mode: SearchMode = "hybrid"
-    since: Instant = None
-    until: Instant = None
+    kinds: SearchKind = Field(default="all", description="Memories and turns, memories only, or turns only.")
+    mode: SearchMode = Field(default="hybrid", description="words + meaning, words only, or meaning only.")
+    since: Instant = Field(default=None, description="At or after this time.")
+    until: Instant = Field(default=None, description="At or before this time.")
 
     _something_to_find = field_validator("query", mode="after")(_query_or_lines)
 
@@ -241,20 +312,28 @@ MIN_BUDGET, MAX_BUDGET = 100, 32_000
 Budget = Annotated[StrictInt, Field(ge=MIN_BUDGET, le=MAX_BUDGET)]
 
 
+SESSION = "This conversation's id, so memory_prefetch never shows it the same item twice."
+BUDGET = "Most tokens the block may take."
+
+
 class InjectIn(_Input):
     """The session-start block: for which session (so later turns do not repeat it), within how many tokens."""
 
-    session_id: str = Field(default="", max_length=256)
-    budget: Budget | None = None
+    session_id: str = Field(default="", max_length=256, description=SESSION)
+    budget: Budget | None = Field(default=None, description=BUDGET)
 
 
 class PrefetchIn(_Input):
     """The per-turn block: a question and/or the conversation's recent lines, as for a search."""
 
-    conversation: list[ConversationLine] = Field(default_factory=list, max_length=MAX_CONVERSATION)
-    query: str = Field(default="", max_length=MAX_QUERY, validate_default=True)
-    session_id: str = Field(default="", max_length=256)
-    budget: Budget | None = None
+    conversation: list[ConversationLine] = Field(
+        default_factory=list, max_length=MAX_CONVERSATION, description=RECENT_LINES
+    )
+    query: str = Field(
+        default="", max_length=MAX_QUERY, validate_default=True, description="What the user just said or asked."
+    )
+    session_id: str = Field(default="", max_length=256, description=SESSION)
+    budget: Budget | None = Field(default=None, description=BUDGET)
 
     _something_to_recall = field_validator("query", mode="after")(_query_or_lines)
 
@@ -262,48 +341,57 @@ class PrefetchIn(_Input):
 # --- reads ---------------------------------------------------------------------------------
 
 
+HISTORY = "Every earlier version too."
+
+
 class RecallQuery(_Input):
     limit: StrictInt = Field(default=10, ge=1, le=100)
-    narrative_type: NarrativeType | None = None
+    narrative_type: NarrativeType | None = Field(default=None, description="Only this type.")
     tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG)]] = Field(
-        default_factory=list, max_length=MAX_TAGS
+        default_factory=list, max_length=MAX_TAGS, description="Only memories with any of these tags."
     )
-    since: Instant = None
-    until: Instant = None
-    order: Literal["recent", "weight"] = "recent"
+    since: Instant = Field(default=None, description="Happened at or after this time.")
+    until: Instant = Field(default=None, description="Happened at or before this time.")
+    order: Literal["recent", "weight"] = Field(default="recent", description="Newest or heaviest first.")
 
 
 class TimelineQuery(_Input):
-    session_id: str = Field(default="", max_length=256)
+    session_id: str = Field(default="", max_length=256, description="The session to read; empty for the latest of all.")
     limit: StrictInt = Field(default=50, ge=1, le=500)
-    since: Instant = None
-    until: Instant = None
+    since: Instant = Field(default=None, description="Said at or after this time.")
+    until: Instant = Field(default=None, description="Said at or before this time.")
 
 
 class ProfilesQuery(_Input):
-    entity: str | None = Field(default=None, max_length=128)
-    kind: ProfileKind | None = None
-    with_history: StrictBool = False
+    entity: Annotated[str | None, BeforeValidator(_none_if_empty)] = Field(
+        default=None, max_length=128, description="Only this entity; empty for all."
+    )
+    kind: ProfileKind | None = Field(default=None, description="Only this kind.")
+    with_history: StrictBool = Field(default=False, description=HISTORY)
 
 
 class SelfConceptQuery(_Input):
-    kind: SelfConceptKind | None = None
-    with_history: StrictBool = False
+    kind: SelfConceptKind | None = Field(default=None, description="Only this kind.")
+    with_history: StrictBool = Field(default=False, description=HISTORY)
 
 
 class ThreadsQuery(_Input):
-    status: ThreadStatus | None = None
+    status: ThreadStatus | None = Field(default=None, description="Only threads with this status.")
     limit: StrictInt = Field(default=20, ge=1, le=100)
 
 
 class SnapshotQuery(_Input):
-    limit: StrictInt = Field(default=1, ge=1, le=50)
+    limit: StrictInt = Field(default=1, ge=1, le=50, description="How many snapshots, newest first.")
 
 
 class GraphQuery(_Input):
-    entity: str | None = Field(default=None, min_length=1, max_length=128)
-    other: str | None = Field(default=None, min_length=1, max_length=128)
-    top: StrictInt = Field(default=20, ge=1, le=200)
+    entity: str | None = Field(
+        default=None, min_length=1, max_length=128, description="An entity's name: its node and its edges."
+    )
+    other: str | None = Field(
+        default=None, min_length=1, max_length=128, description="With `entity`: only the edges between the two."
+    )
+    top: StrictInt = Field(default=20, ge=1, le=200, description="How many nodes and edges at most.")
 
     @field_validator("other", mode="after")
     @classmethod
@@ -314,33 +402,43 @@ class GraphQuery(_Input):
 
 
 class HeatmapQuery(_Input):
-    days: StrictInt = Field(default=7, ge=1, le=365)
+    days: StrictInt = Field(default=7, ge=1, le=365, description="How many days back.")
 
 
 MAX_TRIGGER_WAIT = 300  # seconds a caller may wait for a stage's result
 
 
 class TriggerIn(_Input):
-    job: str = Field(min_length=1, max_length=32)
-    dry_run: StrictBool = False
-    wait: StrictInt | None = Field(default=None, ge=0, le=MAX_TRIGGER_WAIT)  # seconds; None: a dry run's default
+    job: str = Field(min_length=1, max_length=32, description="dream (every nightly stage, in order) or one stage.")
+    dry_run: StrictBool = Field(default=False, description="Return one stage's changes and write nothing.")
+    # None: a dry run's default.
+    wait: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_TRIGGER_WAIT,
+        description="Seconds to wait for a stage's result (default 60 for a dry run, else 0).",
+    )
 
 
 class DreamLogQuery(_Input):
-    limit: StrictInt = Field(default=20, ge=1, le=200)
-    stage: str | None = Field(default=None, min_length=1, max_length=32)
-    run_id: RowId | None = None  # one run, with every change it applied
+    limit: StrictInt = Field(default=20, ge=1, le=200, description="How many runs, newest first.")
+    stage: str | None = Field(default=None, min_length=1, max_length=32, description="Only runs of this stage.")
+    run_id: RowId | None = Field(default=None, description="One run (its id from the list): every change it applied.")
 
 
 class SoftClustersQuery(_Input):
-    label: StrictInt | None = Field(default=None, ge=0, le=MAX_ID)
-    query: str | None = Field(default=None, min_length=1, max_length=2000)
-    limit: StrictInt = Field(default=20, ge=1, le=200)
+    label: StrictInt | None = Field(
+        default=None, ge=0, le=MAX_ID, description="A cluster's label (from the list): members, neighbours."
+    )
+    query: str | None = Field(
+        default=None, min_length=1, max_length=2000, description="Text to route: which clusters it would light up."
+    )
+    limit: StrictInt = Field(default=20, ge=1, le=200, description="Members shown for `label`, 1–200 (default 20).")
 
 
 class TopicsQuery(_Input):
-    limit: StrictInt = Field(default=25, ge=1, le=200)
-    sample: StrictInt = Field(default=3, ge=0, le=20)
+    limit: StrictInt = Field(default=25, ge=1, le=200, description="How many topics, largest first.")
+    sample: StrictInt = Field(default=3, ge=0, le=20, description="Example memories per topic.")
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -46,7 +46,7 @@ def test_an_unknown_stage_is_refused_naming_the_field_and_the_stages_there_are()
 def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_registry() -> None:
     import argparse
 
-    from mcp_server.tools.dream import TRIGGER_DESCRIPTION, Job
+    from mcp_server.tools.dream import JOB, TRIGGER_DESCRIPTION
     from tideline_cli.main import build_parser
     from tideline_core.settings import Settings
     from workers.app import create_app
@@ -55,8 +55,7 @@ def test_the_cli_the_trigger_tool_and_the_nightly_chain_are_derived_from_the_reg
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert {stage.name for stage in STAGES} <= set(commands)
-    schema = Job.__metadata__[0].json_schema
-    assert schema["enum"] == ["dream", *(stage.name for stage in STAGES)]
+    assert JOB["job"]["enum"] == ["dream", *(stage.name for stage in STAGES)]
     # The tool's description stays short (it sits in every agent's context) and lists no stages: the `job`
     # argument's enum is the registry's, and each stage's summary is in the stages reference generated from it
     # (kept current by tests/test_docs_reference.py).
