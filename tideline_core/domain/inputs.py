@@ -233,10 +233,7 @@ class WriteKey(_Input):
     """The optional idempotency key of a write: the same key again returns the first result and stores nothing."""
 
     idempotency_key: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_KEY,
-        description="A retry with this key returns the first result.",
+        default=None, min_length=1, max_length=MAX_KEY, description="A retry with this key returns the first result."
     )
 
     @field_validator("idempotency_key", mode="after")
