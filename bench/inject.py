@@ -57,7 +57,7 @@ from tideline_core.domain.memory_text import NarrativeFields, narrative_search_t
 from tideline_core.dream.recluster import store as clusters
 from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.inject.render import Block
-from tideline_core.search.hybrid import HybridSearch, SearchOutcome
+from tideline_core.search.hits import Searcher, SearchOutcome
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import fts
@@ -238,7 +238,7 @@ def load_knowledge(service: Service) -> None:
 class ModelClock:
     """Adds up the model pass of the searches a call makes (`SearchOutcome.embed_ms`), by wrapping the searcher."""
 
-    def __init__(self, searcher: HybridSearch) -> None:
+    def __init__(self, searcher: Searcher) -> None:
         self.ms = 0.0
         self._search = searcher.search
         searcher.search = self._search_and_clock  # type: ignore[method-assign]

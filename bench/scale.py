@@ -14,7 +14,7 @@ shared words inside e5's narrow cone as real embeddings do, at a cost a 2-core m
 over a million texts takes hours). Random unit vectors, which no real store holds, are HNSW's worst
 case: the bench reports the recall of both kinds of query. Then:
 
-- search: `PostgresSearch` (hybrid, limit 10; a new query sentence each call, its real e5 pass);
+- search: the ranking over `pg_source` (hybrid, limit 10; a new query sentence each call, its real e5 pass);
 - per-turn block: `Service.prefetch` with a new query each call;
 - cost: CPU per hybrid search in PostgreSQL (its local processes, read from /proc) and in the searching
   process; then each statement kind's mean time with the lookups run one after another;
@@ -298,7 +298,7 @@ def latency(url: str, n: int, rounds: int) -> dict[str, float]:
     service = compose(settings, jobs=NullJobQueue())
     try:
         searcher = service.searcher
-        assert type(searcher).__name__ == "PostgresSearch", type(searcher)
+        assert type(searcher.source).__name__ == "PostgresSource", type(searcher)
         for q in queries(10, 1):  # warm: the model, the connection pool, the indexes' first pages
             searcher.search(AGENT, SearchIn(query=q))
             service.prefetch(AGENT, PrefetchIn(query=q, session_id="warm"))
@@ -352,7 +352,7 @@ def cost(url: str, rounds: int) -> dict[str, Any]:
     """What a hybrid search costs: CPU of PostgreSQL and of the searching process per search (lookups side by
     side, as served), then each statement's mean time with the lookups run one after another (so a statement's
     time is about its CPU in PostgreSQL plus a round trip)."""
-    from tideline_core.search import pg_search
+    from tideline_core.search import pg_source
 
     service = compose(sandbox_settings(url), jobs=NullJobQueue())
     searcher, statements = service.searcher, Counter[str]()
@@ -374,9 +374,10 @@ def cost(url: str, rounds: int) -> dict[str, Any]:
 
         event.listen(service.db.engine, "before_cursor_execute", started)
         event.listen(service.db.engine, "after_cursor_execute", finished)
-        side_by_side = pg_search.side_by_side
-        pg_search.side_by_side = lambda call, items: [call(item) for item in items]  # type: ignore[assignment]
-        searcher._overlaps = lambda agent_id, kinds: False  # the model pass, then the walks, after the keyword views
+        side_by_side = pg_source.side_by_side
+        pg_source.side_by_side = lambda call, items: [call(item) for item in items]  # type: ignore[assignment]
+        source = searcher.source
+        source.overlaps = lambda agent_id, kinds: False  # the model pass, then the walks, after the keyword views
         try:
             walls = []
             for q in queries(rounds, 12):
@@ -384,8 +385,8 @@ def cost(url: str, rounds: int) -> dict[str, Any]:
                 searcher.search(AGENT, SearchIn(query=q, limit=10))
                 walls.append(time.perf_counter() - begun)
         finally:
-            pg_search.side_by_side = side_by_side
-            del searcher._overlaps
+            pg_source.side_by_side = side_by_side
+            del source.overlaps
         return {
             "postgres_ms": None if pg is None else pg * 1000,
             "process_ms": own * 1000,

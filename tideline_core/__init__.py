@@ -2,10 +2,10 @@
 
 compose        settings → a ready `Service` (the one composition function); settings: the one settings object
 service        the use-case layer every edge calls (MCP tools, CLI, worker tasks, hooks)
-domain         validated inputs, the frozen records the store hands out, scoring, a memory's text, the choices
+domain         validated inputs and their schemas, the frozen records the store hands out, scoring, a memory's text
 text           Chinese and English tokenization, a text's token cost, dates
 store          the schema and every SQL statement (SQLite or PostgreSQL)
-search         keyword and vector indexes, fusion, the hybrid searcher
+search         one ranking over a candidate source: in-memory indexes or PostgreSQL's, fusion, hits
 embedding      embedders (local e5, HTTP, none) and the one vector normalization
 inject         the blocks injected at session start and each turn
 dream          the dream stages, named once in a registry, each with its store code and kernel

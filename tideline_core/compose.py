@@ -14,7 +14,9 @@ from tideline_core.errors import ConfigurationError
 from tideline_core.inject.setup import InjectSetup
 from tideline_core.inject.tiers import InjectRules
 from tideline_core.llm import ChatLLM, llm_from_settings
+from tideline_core.search import memory_source
 from tideline_core.search.cold import ColdSearch
+from tideline_core.search.hits import Searcher
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
@@ -58,7 +60,7 @@ def compose(
     `cold`: the service of a process that answers once and exits (`tideline hook` without a server):
     no embedder (`embedder` is not used), and search by keyword over the store's own index rather
     than in-memory indexes that would be built for a single query: SQLite's FTS5 tables (`ColdSearch`),
-    PostgreSQL's BM25 tsvectors (`PostgresSearch`, which keeps no per-agent state anyway).
+    PostgreSQL's BM25 tsvectors (`pg_source`, which keeps no per-agent state anyway).
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
     try:
@@ -69,9 +71,9 @@ def compose(
         raise
     extracts = settings.dream_extracts_in_search
     if cold and db.dialect == "postgresql":
-        from tideline_core.search.pg_search import PostgresSearch
+        from tideline_core.search import pg_source
 
-        searcher: HybridSearch = PostgresSearch(db, NoEmbedder(), extracts=extracts)
+        searcher: Searcher = pg_source.searcher(db, NoEmbedder(), extracts=extracts)
     elif cold:
         searcher = ColdSearch(db, extracts=extracts)
     else:
@@ -111,13 +113,13 @@ def require_vectors(db: Database) -> None:
 def searcher_for(
     db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool, ef_search: int = pg_vectors.EF_SEARCH
 ) -> HybridSearch:
-    """PostgreSQL (with pgvector, `require_vectors`): `PostgresSearch`, every index in the database (no per-agent
-    state in the process); SQLite: `HybridSearch` over in-memory indexes."""
+    """The ranking over PostgreSQL's own indexes (with pgvector, `require_vectors`; no per-agent state in the
+    process), or over in-memory indexes of a SQLite store."""
     if db.dialect == "postgresql":
-        from tideline_core.search.pg_search import PostgresSearch  # only a PostgreSQL process loads it
+        from tideline_core.search import pg_source  # only a PostgreSQL process loads it
 
-        return PostgresSearch(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
-    return HybridSearch(db, embedder, query_timeout=query_timeout, extracts=extracts)
+        return pg_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
+    return memory_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts)
 
 
 def inject_setup(settings: Settings) -> InjectSetup:

@@ -17,8 +17,8 @@ from sqlalchemy import create_engine, text
 
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
+from tideline_core.search import pg_source
 from tideline_core.search.bm25 import analyze
-from tideline_core.search.pg_search import PostgresSearch
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
@@ -115,7 +115,11 @@ def test_a_copy_moves_every_table_with_its_vectors_and_verifies_it(tmp_path: Pat
         with target.read() as conn:
             assert conn.execute(text("SELECT count(*) FROM embeddings WHERE vec IS NULL")).scalar_one() == 0
             assert conn.execute(text("SELECT count(*) FROM context_turns WHERE fts_kw IS NULL")).scalar_one() == 0
-        hits = PostgresSearch(target, WordsEmbedder()).search("alice", parse(SearchIn, {"query": "咖啡 marathon"})).hits
+        hits = (
+            pg_source.searcher(target, WordsEmbedder())
+            .search("alice", parse(SearchIn, {"query": "咖啡 marathon"}))
+            .hits
+        )
         assert hits and all(h.kind == "context" for h in hits[:5])
         with target.write() as conn:  # the serial counters moved past the copied ids
             (new,) = insert_turns(conn, "alice", [parse(ContextTurnIn, {"role": "user", "content": "after the move"})])

@@ -18,7 +18,7 @@ from dream_helpers import shown_data
 from llm_server import ScriptedLLM
 
 from tideline_cli.main import build_parser
-from tideline_core.search.hybrid import SearchHit, SearchOutcome
+from tideline_core.search.hits import SearchHit, SearchOutcome
 from tideline_core.service import Service
 from tideline_core.settings import Settings
 from tideline_eval import locomo, runner

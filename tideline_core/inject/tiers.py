@@ -41,7 +41,7 @@ from tideline_core.text.cost import MARK
 
 if TYPE_CHECKING:  # types only: a block's rules load neither the searcher nor the clustering
     from tideline_core.dream.recluster.store import TopicSummary
-    from tideline_core.search.hybrid import SearchHit
+    from tideline_core.search.hits import SearchHit
 
 OPEN_STATUSES = ("open", "exploring")
 SELF_CONCEPT_VALUE = {"fact": 0, "terrain": 2, "reflection": 3}

@@ -1,12 +1,30 @@
-"""Search: the in-memory keyword (BM25) and vector indexes, fusion, and the hybrid searcher over them.
+"""Search: one ranking (`hybrid`) over a candidate source (`sources`): in-memory indexes or PostgreSQL's own.
 
 Pure parts: `bm25` (the index structure and text analysis), `fusion`, `query` (terms and
-embedding texts of a question or a dialogue), `when` (dates a query names). `keyword_index` and
-`vector_index` keep them fresh from the store; `hybrid` ranks with all of them.
+embedding texts of a question or a dialogue), `when` (dates a query names), `signals`, `joins`.
+`memory_source` answers from `keyword_index` and `vector_index`, kept fresh from the store;
+`pg_source` from PostgreSQL's tsvector and HNSW indexes (`pg_keywords`, `store.pg_vectors`);
+`cold` ranks by keyword over SQLite's FTS5 for a process that answers once. `hits` is what
+every search answers.
 """
 
-from tideline_core.search.hybrid import HybridSearch, SearchHit, SearchOutcome
-from tideline_core.search.keyword_index import KeywordIndex
-from tideline_core.search.vector_index import VectorIndex
-
-__all__ = ["HybridSearch", "KeywordIndex", "SearchHit", "SearchOutcome", "VectorIndex"]
+__all__ = [
+    "bm25",
+    "cold",
+    "fusion",
+    "glossary",
+    "hits",
+    "hybrid",
+    "joins",
+    "keyword_index",
+    "memory_source",
+    "pg_keywords",
+    "pg_source",
+    "query",
+    "reference",
+    "salience",
+    "signals",
+    "sources",
+    "vector_index",
+    "when",
+]

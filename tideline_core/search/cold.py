@@ -19,7 +19,7 @@ LoCoMo turn R@5/10/20 0.665/0.743/0.806 against 0.682/0.761/0.810, MADial-zh 0.5
 against 0.571/0.652/0.754 (a dialogue's words cannot be weighed in an FTS5 query: its most salient
 ones are asked for, each alike). Nothing is embedded: asked for hybrid or dense search it answers
 by keyword and says so (`SearchOutcome.degraded`). On PostgreSQL, which has no FTS5, a cold service
-searches with `PostgresSearch` (BM25 over the database's tsvectors, no per-agent state) instead.
+ranks over `pg_source` (BM25 over the database's tsvectors, no per-agent state) instead.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import cast
 from sqlalchemy import Connection, func, select
 
 from tideline_core.domain.inputs import ConversationLine, SearchIn
-from tideline_core.embedding import NoEmbedder
+from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
+from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of
 from tideline_core.search.hybrid import (
     CONVERSATION_WEIGHTS,
     FLOORS,
@@ -42,12 +43,11 @@ from tideline_core.search.hybrid import (
     KINDS,
     QUESTION_WEIGHTS,
     TIME_LINES,
-    HybridSearch,
-    SearchOutcome,
 )
 from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
 from tideline_core.search.salience import salient_words
 from tideline_core.search.signals import evidence_of, lifted_evidence, time_signal
+from tideline_core.search.sources import KEYWORD_DEPTH, StoreRows
 from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.database import Database
@@ -56,7 +56,6 @@ from tideline_core.store.schema import ContextTurn, Narrative
 from tideline_core.text.dates import utcnow
 from tideline_core.text.tokens import query_terms
 
-KEYWORD_DEPTH = 1000  # candidates per kind, as HybridSearch takes from its keyword index
 CONTEXT_DEPTH = 200  # the best turns whose neighbours in their session are looked up (kw_ctx, spreading)
 MAX_TERMS = 48  # a long paste's last distinct words: each costs the FTS5 lookup a posting list
 SALIENT_WORDS = 20  # of a dialogue (measured on MADial-zh: 10 too few, 30 no better)
@@ -71,14 +70,16 @@ class _Turn:
     at: datetime
 
 
-class ColdSearch(HybridSearch):
-    """Keyword search over the store's FTS5 tables, nothing held in memory; a HybridSearch to whoever holds one.
-
-    Only `search` is its own, with the parent's contract; the parent's indexes stay empty.
-    """
+class ColdSearch:
+    """Keyword search over the store's FTS5 tables, nothing held in memory; a `Searcher` as `HybridSearch` is."""
 
     def __init__(self, db: Database, *, extracts: bool = False) -> None:
-        super().__init__(db, NoEmbedder(), extracts=extracts)
+        self.db = db
+        self.extracts = extracts
+        self.embedder: Embedder = NoEmbedder()
+
+    def forget_queries(self) -> None:
+        """Nothing to forget: no query is embedded here."""
 
     def search(self, agent_id: str, params: SearchIn, *, exclude: Collection[Key] = ()) -> SearchOutcome:
         """The agent's rows for `params` by keyword, best first; `exclude` as in HybridSearch.search."""
@@ -120,12 +121,24 @@ class ColdSearch(HybridSearch):
         ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
         return SearchOutcome(
             query=params.query,
-            hits=self._hydrate(agent_id, ranked, parts, {}, evidence)[: params.limit],
+            hits=self._hits(agent_id, ranked, parts, evidence)[: params.limit],
             mode="keyword",
             degraded=None if params.mode == "keyword" else NO_MODEL,
             terms=tuple(terms),
             dates=tuple(dict.fromkeys(w.describe() for w in windows)),
         )
+
+    def _hits(
+        self,
+        agent_id: str,
+        ranked: list[tuple[Key, float]],
+        parts: Mapping[Hashable, dict[str, float]],
+        evidence: Mapping[Hashable, Collection[str]],
+    ) -> list[SearchHit]:
+        narrative_ids = [key[1] for key, _ in ranked if key[0] == "narrative"]
+        turn_ids = [key[1] for key, _ in ranked if key[0] == "context"]
+        rows = StoreRows(self.db).rows(agent_id, narrative_ids, turn_ids)
+        return hits_of(rows, ranked, parts, {}, evidence, extracts=self.extracts)
 
 
 def _terms(query: str, lines: Sequence[ConversationLine]) -> list[str]:

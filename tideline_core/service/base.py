@@ -13,7 +13,7 @@ from tideline_core.dream.contract import StageContext
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import InvalidInput
 from tideline_core.inject.setup import InjectSetup
-from tideline_core.search.hybrid import HybridSearch
+from tideline_core.search.hits import Searcher
 from tideline_core.service.jobs import JobQueue
 from tideline_core.store.database import Database
 from tideline_core.store.receipts import KeyRace, Receipt, find_receipt, fingerprint, keep_receipt
@@ -27,7 +27,7 @@ class ServiceParts:
         self,
         *,
         db: Database,
-        searcher: HybridSearch,
+        searcher: Searcher,
         jobs: JobQueue,
         stages: StageContext,
         query_timeout: float,

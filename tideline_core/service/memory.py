@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
 from tideline_core.domain.records import ContextTurnRecord, NarrativeRecord
 from tideline_core.search import pg_keywords
-from tideline_core.search.hybrid import SearchOutcome
+from tideline_core.search.hits import SearchOutcome
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
 from tideline_core.service.results import NarrativeWrite, TurnsRecorded

@@ -62,7 +62,7 @@ def create_db_engine(url: str) -> Engine:
     # its tsquery (a few rows: the GIN index; thousands: another plan), and a generic plan of it took
     # ~100 ms where each query's own took ~10. Also what a transaction-mode connection pooler needs.
     args = {"prepare_threshold": None} if parsed.get_driver_name() == "psycopg" else {}
-    # A search holds up to seven connections at once (its index lookups run side by side, `pg_search`):
+    # A search holds up to seven connections at once (its index lookups run side by side, `search.pg_source`):
     # connections past the pool's size are closed on return, and opening one costs a server process.
     return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, connect_args=args)
 

@@ -13,7 +13,7 @@ as literals (the planner matches a partial index only on constants). pgvector's 
 agent among many still gets its full top-k.
 
 Only vectors of `DIM` dimensions (the default local model's) get a `vec`; others (an HTTP model
-of another size) leave it NULL and are searched by the in-memory index (`search.pg_search`).
+of another size) leave it NULL and are searched by the in-memory index (`search.pg_source`).
 """
 
 from __future__ import annotations

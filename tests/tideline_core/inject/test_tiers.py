@@ -14,7 +14,7 @@ from tideline_core.domain.records import (
 )
 from tideline_core.dream.recluster.store import TopicSummary
 from tideline_core.inject.tiers import InjectRules, bridge, bridge_session, identity, memory_map, prefetch_pool, recall
-from tideline_core.search.hybrid import SearchHit
+from tideline_core.search.hits import SearchHit
 from tideline_core.text.cost import MARK
 
 NOW = datetime(2024, 5, 20, 18, 0, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """The cold searcher (a hook without a server) on a real store: words in both languages, its bounds, its ranking.
 
 Runs on the suite's store: a SQLite file (FTS5), or PostgreSQL with TIDELINE_TEST_BACKEND=postgres
-(where the cold service is `PostgresSearch` without a model). The last tests are FTS5's own and run
+(where the cold service ranks over `pg_source` without a model). The last tests are FTS5's own and run
 on SQLite only.
 """
 
@@ -16,7 +16,8 @@ from sqlalchemy import update
 from tideline_core.compose import compose
 from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn
 from tideline_core.search.cold import ColdSearch
-from tideline_core.search.pg_search import PostgresSearch
+from tideline_core.search.hybrid import HybridSearch
+from tideline_core.search.pg_source import PostgresSource
 from tideline_core.service import NullJobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import fts
@@ -52,8 +53,11 @@ def found(service: Service, query: str = "", *, agent: str = "alice", **params: 
 
 
 def test_the_cold_service_searches_its_store_by_keyword_and_loads_no_model(service: Service) -> None:
-    expected = PostgresSearch if service.db.dialect == "postgresql" else ColdSearch
-    assert type(service.searcher) is expected and not service.embeds
+    if service.db.dialect == "postgresql":
+        assert isinstance(service.searcher, HybridSearch) and isinstance(service.searcher.source, PostgresSource)
+    else:
+        assert isinstance(service.searcher, ColdSearch)
+    assert not service.embeds
 
 
 def test_a_chinese_and_an_english_memory_are_found_by_their_words(service: Service) -> None:

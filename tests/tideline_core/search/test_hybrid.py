@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from tests import words_embedder
 from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
-from tideline_core.search import hybrid, vector_index
+from tideline_core.search import memory_source, vector_index
 from tideline_core.search.hybrid import GAMMA, HybridSearch
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import amend, insert_narrative
@@ -68,7 +68,7 @@ def record(
 
 def service(db: Database, embedder: WordsEmbedder) -> HybridSearch:
     embed_pending(db, embedder)
-    return HybridSearch(db, embedder)  # type: ignore[arg-type]
+    return memory_source.searcher(db, embedder)  # type: ignore[arg-type]
 
 
 def search(svc: HybridSearch, **params: Any) -> list[Any]:
@@ -309,7 +309,7 @@ def test_a_large_store_ranks_the_same_with_its_dense_half_beside_the_keyword_hal
         {"conversation": [{"speaker": "Ann", "text": "the bridge over the river"}]},
     ]
     one_after_the_other = [svc.search("alice", parse(SearchIn, q)) for q in questions]
-    monkeypatch.setattr(hybrid, "OVERLAP_ROWS", 0)  # every store counts as large
+    monkeypatch.setattr(memory_source, "OVERLAP_ROWS", 0)  # every store counts as large
     side_by_side = [svc.search("alice", parse(SearchIn, q)) for q in questions]
     for sequential, overlapped in zip(one_after_the_other, side_by_side, strict=True):
         assert overlapped.mode == sequential.mode == "hybrid"
@@ -356,7 +356,10 @@ def test_the_dreams_extracts_left_out_of_search_change_no_score_not_even_through
     record(db, "alice", "trip", [("me", "We hiked the ridge at dawn."), ("me", "The ridge was windy, the hike long.")])
     embedder = WordsEmbedder()
     embed_pending(db, embedder)
-    before = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
+    before = [
+        (h.id, h.score)
+        for h in search(memory_source.searcher(db, embedder, extracts=False), query="ridge hike", limit=1)
+    ]  # type: ignore[arg-type]
     with db.write() as conn:
         for day in range(45):
             said = "ridge hike, ridge hike" if day % 3 == 0 else "a swim in the lake"
@@ -366,7 +369,10 @@ def test_the_dreams_extracts_left_out_of_search_change_no_score_not_even_through
             # Written by the dream (its LLM, as `dream.changes` marks the rows): an extract, not the agent's own digest.
             conn.execute(update(Narrative).where(Narrative.id == written.id).values(origin="llm"))
     embed_pending(db, embedder)
-    after = [(h.id, h.score) for h in search(HybridSearch(db, embedder, extracts=False), query="ridge hike", limit=1)]  # type: ignore[arg-type]
+    after = [
+        (h.id, h.score)
+        for h in search(memory_source.searcher(db, embedder, extracts=False), query="ridge hike", limit=1)
+    ]  # type: ignore[arg-type]
     assert after == before, "the memories' index holds none of the digests, so the full-text fallback must not either"
 
 

@@ -1,7 +1,7 @@
 """A row whose transaction commits after a newer row's is still found by the in-memory indexes.
 
 On PostgreSQL (where the in-memory vector index still holds vectors of a size pgvector's column does
-not take, `search.pg_search`) this is real: two transactions, the older id committing last. SQLite
+not take, `search.pg_source`) this is real: two transactions, the older id committing last. SQLite
 serializes writers, so there the same visibility order is staged by taking a committed row away and
 putting it back under its own id.
 """

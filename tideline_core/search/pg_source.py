@@ -1,7 +1,8 @@
-"""Hybrid search answered by PostgreSQL's indexes: BM25 over jieba tsvectors, pgvector HNSW; no per-agent state.
+"""The candidates of PostgreSQL's own indexes: BM25 over jieba tsvectors, pgvector HNSW; no per-agent state.
 
-`HybridSearch`'s recipe and contract (`SearchOutcome`, the same signals, weights, fusion, joins
-and neighbour spreading), with every candidate list read from the database at query time:
+A `CandidateSource` for the one ranking (`hybrid`: the same signals, weights, fusion, joins and
+neighbour spreading as over in-memory indexes), with every candidate list read from the database
+at query time:
 
 - ``kw`` / ``kw_ctx``: BM25 (the in-memory index's k1, b, word groups and crossing words) over the `fts_kw` and
   `fts_ctx` tsvectors (`pg_keywords`); rows written since the last query are indexed first (up to a
@@ -19,7 +20,8 @@ its slowest lookup rather than their sum, as far as the cores allow.
 
 A server process therefore holds no per-agent index and starts in the same time at any size; the
 query vectors of recent query texts are still remembered (`HybridSearch._query_vector`). Vectors of
-another size than `pg_vectors.DIM` have no HNSW copy: those are searched by the in-memory index.
+another size than `pg_vectors.DIM` have no HNSW copy: those are searched by an in-memory index
+(`memory_source`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from sqlalchemy import Connection, text
 
@@ -38,11 +40,13 @@ from tideline_core.numeric import np
 from tideline_core.search import pg_keywords
 from tideline_core.search.bm25 import analyze
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
-from tideline_core.search.hybrid import KEYWORD_DEPTH, HybridSearch, _Query, _Snapshot
+from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.joins import JoinCorpus, session_joins
+from tideline_core.search.memory_source import MemorySource
 from tideline_core.search.pg_keywords import ViewStats
 from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
+from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
 from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, pg_vectors
 from tideline_core.store.database import Database
@@ -56,20 +60,24 @@ _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
 
-class PostgresSearch(HybridSearch):
-    """`HybridSearch` on PostgreSQL with pgvector: the same ranking, every index in the database.
+class PostgresSource:
+    """`CandidateSource` on PostgreSQL with pgvector: every index in the database, read per query.
 
-    Only the candidate sources are its own (`HybridSearch`'s hooks); the parent's in-memory indexes stay
-    empty unless vectors of another size than `pg_vectors.DIM` must be searched. `ef_search`: candidates
-    each HNSW walk keeps (`TIDELINE_PG_EF_SEARCH`).
+    `others`: the in-memory source that answers for vectors of another size than `pg_vectors.DIM`
+    (it stays empty otherwise). `ef_search`: candidates each HNSW walk keeps (`TIDELINE_PG_EF_SEARCH`).
     """
 
-    def __init__(self, db: Database, embedder: Embedder, *, ef_search: int = pg_vectors.EF_SEARCH, **options: Any):
-        super().__init__(db, embedder, **options)
+    def __init__(
+        self, db: Database, model: str, *, ef_search: int = pg_vectors.EF_SEARCH, extracts: bool = False
+    ) -> None:
+        self.db = db
+        self.model = model
+        self.extracts = extracts
         self.ef_search = ef_search
+        self.others = MemorySource(db, model, extracts=extracts)
         self._store_scripts: dict[tuple[str, str], tuple[tuple[object, ...], bool]] = {}
 
-    def _snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> _Snapshot:
+    def snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
         """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
         next query; the agent's embed task indexes the rest (after a large import)."""
         with self.db.read() as conn:
@@ -80,19 +88,20 @@ class PostgresSearch(HybridSearch):
         with self.db.read() as conn:
             waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
             speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()
-        return _Snapshot(version=None, waiting=waiting, speakers=frozenset(speakers))
+        return Snapshot(version=None, waiting=waiting, speakers=frozenset(speakers))
 
-    def _names_to_leave_out(self, q: _Query) -> Collection[str]:
+    def speaker_names(self, q: Query) -> Collection[str]:
         return q.snapshot.speakers
 
-    def _overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
+    def overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
         # The model pass and the index walks wait on other processes: the keyword queries run meanwhile.
         return True
 
-    def _nearest(self, q: _Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    def walk(self, q: Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        """The HNSW walk of one dense view: its `depth` nearest rows of `kind` to `vector`, as (id, cosine)."""
         if len(vector) != pg_vectors.DIM:  # no HNSW copy of this size: the in-memory index
-            return super()._nearest(q, kind, view, vector, depth)
-        model, since, until = self.embedder.model, q.params.since, q.params.until
+            return self.others.walk(q, kind, view, vector, depth)
+        model, since, until = self.model, q.params.since, q.params.until
         with self.db.read() as conn:
             return pg_vectors.nearest(
                 conn,
@@ -108,13 +117,13 @@ class PostgresSearch(HybridSearch):
                 ef_search=self.ef_search,
             )
 
-    def _walk(
-        self, q: _Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
+    def nearest(
+        self, q: Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
     ) -> list[list[tuple[int, float]]]:
         """The HNSW walks side by side, each on a connection of its own."""
-        return side_by_side(lambda walk: self._nearest(q, walk[0], walk[1], vector, depth), walks)
+        return side_by_side(lambda walk: self.walk(q, walk[0], walk[1], vector, depth), walks)
 
-    def _keyword_candidates(self, q: _Query, signals: Signals) -> None:
+    def keyword_candidates(self, q: Query, signals: Signals) -> None:
         """Every keyword view scored at once, each on a connection of its own: the server's cores share the work."""
         agent_id, params = q.agent_id, q.params
         views = [(kind, view) for kind in q.kinds for view in KEYWORD_VIEWS[kind]]
@@ -184,8 +193,8 @@ class PostgresSearch(HybridSearch):
         self._store_scripts[key] = (mark, found)
         return found
 
-    def _row_signals(
-        self, q: _Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals
+    def row_signals(
+        self, q: Query, windows: Sequence[TimeWindow], named_in: Sequence[str] | None, signals: Signals
     ) -> None:
         """The candidates' times (when the query names a time) and speakers (when it names one), for them alone.
 
@@ -204,17 +213,30 @@ class PostgresSearch(HybridSearch):
         if named:
             speaker_signal(named, spoken, signals)
 
-    def _session_joins(
-        self, q: _Query, ranked: Sequence[tuple[int, float]], turns: Mapping[int, float]
+    def session_joins(
+        self, q: Query, ranked: Sequence[tuple[int, float]], turns: Mapping[int, float]
     ) -> Mapping[int, float]:
         """The corpus read from the database for the anchors and their sessions."""
         with self.db.read() as conn:
             corpus = _JoinReader(conn, q.agent_id, [i for i, _ in ranked], q.snapshot.speakers)
             return session_joins(ranked, q.terms, turns, corpus.corpus())
 
-    def _adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
+    def adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
         with self.db.read() as conn:
             return _adjacent(conn, agent_id, turn_ids)
+
+
+def searcher(
+    db: Database,
+    embedder: Embedder,
+    *,
+    ef_search: int = pg_vectors.EF_SEARCH,
+    query_timeout: float = 2.0,
+    extracts: bool = False,
+) -> HybridSearch:
+    """The ranking over PostgreSQL's own indexes of `db` (no per-agent state in the process)."""
+    source = PostgresSource(db, embedder.model, ef_search=ef_search, extracts=extracts)
+    return HybridSearch(embedder, source, StoreRows(db), query_timeout=query_timeout, extracts=extracts)
 
 
 def side_by_side(call: Callable[[_Item], _Result], items: Sequence[_Item]) -> list[_Result]:

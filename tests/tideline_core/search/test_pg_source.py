@@ -1,7 +1,7 @@
-"""PostgresSearch on PostgreSQL with pgvector: BM25 over jieba tsvectors and HNSW vectors, read per query.
+"""The ranking over PostgreSQL's own indexes (`pg_source`): BM25 over jieba tsvectors, HNSW vectors, read per query.
 
 A deterministic bag-of-words embedder (384 dimensions, the HNSW column's size) stands in for e5,
-so rankings can be compared exactly with HybridSearch over the same rows in SQLite.
+so rankings can be compared exactly with the ranking over in-memory indexes of the same rows in SQLite.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from tests.words_embedder import WordsEmbedder
 from tideline_core.compose import compose
 from tideline_core.domain.inputs import ContextTurnIn, ConversationLine, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
-from tideline_core.search import pg_search
+from tideline_core.search import memory_source, pg_source
 from tideline_core.search.hybrid import HybridSearch
-from tideline_core.search.pg_search import PostgresSearch, side_by_side
+from tideline_core.search.pg_source import PostgresSource, side_by_side
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -61,7 +61,7 @@ def write_memories(db: Database, agent: str, texts: Sequence[str], at: datetime 
 
 def test_chinese_one_and_two_character_words_and_english_words_are_found(pg: Database) -> None:
     ids = write_memories(pg, "alice", ["我养了一只猫", "今天喝了咖啡", "We ran the marathon in Berlin", "天气很好"])
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     assert ask(searcher, "alice", "猫", mode="keyword")[0] == ("narrative", ids[0])
     assert ask(searcher, "alice", "咖啡", mode="keyword")[0] == ("narrative", ids[1])
     assert ask(searcher, "alice", "marathons", mode="keyword")[0] == ("narrative", ids[2])  # stemmed, as BM25 is
@@ -73,7 +73,7 @@ def test_an_agent_never_finds_another_agents_rows(pg: Database) -> None:
     write_memories(pg, "alice", ["blue whale song"])
     (bob,) = write_memories(pg, "bob", ["blue whale song"])
     embed_pending(pg, WordsEmbedder())
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     for mode in ("keyword", "dense", "hybrid"):
         assert ask(searcher, "bob", "whale", mode=mode) == [("narrative", bob)]
     assert ask(searcher, "carol", "whale") == []
@@ -82,7 +82,7 @@ def test_an_agent_never_finds_another_agents_rows(pg: Database) -> None:
 def test_since_and_until_bound_every_signal(pg: Database) -> None:
     ids = write_memories(pg, "alice", [f"garden day {i}" for i in range(5)])
     embed_pending(pg, WordsEmbedder())
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     since, until = START + timedelta(days=1), START + timedelta(days=3)
     for mode in ("keyword", "dense", "hybrid"):
         found = ask(searcher, "alice", "garden", mode=mode, since=since.isoformat(), until=until.isoformat())
@@ -94,14 +94,14 @@ def test_kinds_choose_narratives_or_turns(pg: Database) -> None:
     with pg.write() as conn:
         (t,) = insert_turns(conn, "alice", [turn("we walked by the river", "s1", "Bob", START)])
     embed_pending(pg, WordsEmbedder())
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     assert ask(searcher, "alice", "river", kinds="narratives") == [("narrative", n)]
     assert ask(searcher, "alice", "river", kinds="context") == [("context", t)]
     assert sorted(ask(searcher, "alice", "river")) == [("context", t), ("narrative", n)]
 
 
 def test_a_row_written_after_a_search_is_found_by_the_next_one(pg: Database) -> None:
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     write_memories(pg, "alice", ["一只猫"])
     assert ask(searcher, "alice", "邮件", mode="keyword") == []
     (new,) = write_memories(pg, "alice", ["收到一封邮件"])
@@ -114,10 +114,11 @@ def test_a_row_written_after_a_search_is_found_by_the_next_one(pg: Database) -> 
 def test_the_process_keeps_no_index_of_its_own(pg: Database) -> None:
     write_memories(pg, "alice", ["blue whale song"])
     embed_pending(pg, WordsEmbedder())
-    searcher = PostgresSearch(pg, WordsEmbedder())
+    searcher = pg_source.searcher(pg, WordsEmbedder())
     assert ask(searcher, "alice", "whale")
-    assert searcher.index.rows("alice", "narrative") == 0
-    assert searcher.keywords._shards == {}
+    assert isinstance(searcher.source, PostgresSource)
+    assert searcher.source.others.index.rows("alice", "narrative") == 0
+    assert searcher.source.others.keywords._shards == {}
 
 
 def test_vectors_saved_by_the_ingest_path_fill_the_pgvector_column(pg: Database) -> None:
@@ -185,8 +186,8 @@ def test_rankings_match_the_in_memory_search_over_the_same_rows(pg: Database, tm
         _load(lite)
         _load(pg)
         # Both cross the languages: 咖啡 also asks for "coffee", held by an English turn of the same store.
-        memory_search = HybridSearch(lite, WordsEmbedder())
-        database_search = PostgresSearch(pg, WordsEmbedder())
+        memory_search = memory_source.searcher(lite, WordsEmbedder())
+        database_search = pg_source.searcher(pg, WordsEmbedder())
         dialogue = [
             ConversationLine(speaker="小红", text="上次说到同事", is_self=False),
             ConversationLine(speaker="me", text="他的生日？", is_self=True),
@@ -254,7 +255,7 @@ def test_a_search_indexes_a_bounded_share_of_a_backlog_and_the_embed_task_indexe
     with pg.write() as conn:  # as an import or a dream stage writes them: past the service's write path
         for i in range(10):
             insert_narrative(conn, "alice", memory(f"garden note {i} about tomatoes"))
-    monkeypatch.setattr(pg_search, "CATCH_UP_ROWS", 4)
+    monkeypatch.setattr(pg_source, "CATCH_UP_ROWS", 4)
     service = compose(
         Settings(home=tmp_path, database_url=url_of(pg)), jobs=NullJobQueue(), embedder=WordsEmbedder(), database=pg
     )
