@@ -25,7 +25,8 @@ NARRATIVE_FIELDS = tuple(NarrativeIn.model_fields)
 NARRATIVE_FLAGS = {"narrative_type": "--type"}
 TURN_FIELDS = tuple(ContextTurnIn.model_fields)
 TURN_FLAGS = {"session_id": "--session"}
-SEARCH_FIELDS = ("mode", "kinds", "limit", "since", "until")
+# The query is the command's argument; the recent lines that may stand in for it are the MCP tool's.
+SEARCH_FIELDS = tuple(name for name in SearchIn.model_fields if name not in ("query", "conversation"))
 
 
 def add_write_fields(write: argparse.ArgumentParser) -> None:

@@ -36,6 +36,8 @@ def add_fields(
             option["choices"] = prop["enum"]
         elif kind == "integer":
             option["type"] = int
+        elif kind == "number":
+            option["type"] = float
         elif kind == "boolean":
             option["action"] = argparse.BooleanOptionalAction
         elif kind in ("array", "object"):
