@@ -35,7 +35,7 @@ from scale import narrative_tokens
 from sqlalchemy.engine import make_url
 
 from tests.pgvector_server import admin_url, drop_database, fresh_database
-from tideline_core.search import pg_keywords
+from tideline_core.store import pg_terms
 
 AVGDL = 30.0  # a mean row length; the same in every form, so the forms score alike
 TOP = 100
@@ -88,7 +88,7 @@ def main() -> None:
                     counts = Counter(tokens)
                     terms = sorted(counts)
                     copy.write_row(
-                        (row["id"], pg_keywords.tsvector(tokens), len(tokens), json.dumps(counts), terms,
+                        (row["id"], pg_terms.tsvector(tokens), len(tokens), json.dumps(counts), terms,
                          [counts[t] for t in terms])
                     )  # fmt: skip
             conn.execute("VACUUM ANALYZE forms")

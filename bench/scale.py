@@ -62,12 +62,12 @@ from tideline_core.domain.inputs import NarrativeIn, PrefetchIn, SearchIn
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.search import pg_keywords
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.query import question_terms, word_groups
 from tideline_core.service import NullJobQueue
-from tideline_core.store import pg_vectors
+from tideline_core.store import pg_terms, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
+from tideline_core.text.terms import analyze
 
 AGENT = "bench"
 EMBED_DELAY = 0.05  # seconds per request of the stand-in embedding service
@@ -123,7 +123,7 @@ def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, fl
         for term in set(tokens):
             stats[(kind, view, term)] += 1
         docs.setdefault((kind, view), []).append(tokens)
-        return pg_keywords.tsvector(tokens)
+        return pg_terms.tsvector(tokens)
 
     raw = db.engine.raw_connection()
     try:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tideline_core.search.bm25 import analyze
+from tideline_core.text.terms import analyze
 
 DIM = 384
 

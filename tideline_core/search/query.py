@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from tideline_core.search.bm25 import analyze, analyze_words, stem
 from tideline_core.search.salience import salient_words
+from tideline_core.text.terms import analyze, analyze_words, stem
 from tideline_core.text.tokens import PREFIX, asked_prefixes, is_prefix
 
 LINE_DECAY = 0.8  # a line's keywords weigh 0.8 ** age (age 0 = newest line): the dialogue drifts

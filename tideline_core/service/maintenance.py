@@ -15,8 +15,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from tideline_core.errors import InvalidInput
-from tideline_core.search import pg_keywords
-from tideline_core.store import pg_vectors, transfer
+from tideline_core.store import keywords, pg_vectors, transfer
 from tideline_core.store.database import Database
 from tideline_core.store.transfer import Progress, TableCheck
 
@@ -56,7 +55,7 @@ def _finish(db: Database, progress: Callable[[int], None] | None) -> UpgradeRepo
     indexed = 0
     while True:
         with db.write() as conn:
-            done = pg_keywords.catch_up(conn, most=KEYWORD_BATCH)
+            done = keywords.catch_up(conn, most=KEYWORD_BATCH)
         if not done:
             return UpgradeReport(db.dialect, indexed)
         indexed += done

@@ -16,7 +16,6 @@ from sqlalchemy import Connection
 
 from tideline_core.domain.inputs import AmendmentIn, ContextTurnIn, NarrativeIn, RecallQuery, SearchIn, TimelineQuery
 from tideline_core.domain.records import ContextTurnRecord, NarrativeRecord
-from tideline_core.search import pg_keywords
 from tideline_core.search.hits import SearchOutcome
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
@@ -58,12 +57,9 @@ class MemoryOps(ServiceParts):
         note's words at once, and its embedding is queued again so that meaning search reads it too.
         """
 
-        def write(conn: Connection) -> int:
-            amendment_id = narratives.amend(conn, agent_id, data)
-            pg_keywords.index_again(conn, [data.narrative_id])
-            return amendment_id
-
-        amendment_id = int(self.write_once(agent_id, key, "amendment", [data], write))
+        amendment_id = int(
+            self.write_once(agent_id, key, "amendment", [data], lambda conn: narratives.amend(conn, agent_id, data))
+        )
         # A retry asks again too, as a write does: its first call may have died between the commit and the enqueue.
         self.jobs.embed(agent_id)
         return amendment_id

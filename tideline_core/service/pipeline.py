@@ -15,9 +15,8 @@ from tideline_core.attention import log_hits
 from tideline_core.domain.inputs import ContextTurnIn
 from tideline_core.dream.runner.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
-from tideline_core.search import pg_keywords
 from tideline_core.service.base import ServiceParts
-from tideline_core.store import embeddings, events, turns
+from tideline_core.store import embeddings, events, keywords, turns
 from tideline_core.text.dates import utcnow
 
 
@@ -72,7 +71,7 @@ class PipelineOps(ServiceParts):
             return True
         for _ in range(KEYWORD_BATCHES):  # committed batches: a backlog never holds its locks in one transaction
             with self.db.write() as conn:
-                if not pg_keywords.catch_up(conn, agent_id, most=KEYWORD_BATCH):
+                if not keywords.catch_up(conn, agent_id, most=KEYWORD_BATCH):
                     return True
         return False
 

@@ -14,7 +14,7 @@ from tideline_core.domain.inputs import AmendmentIn, NarrativeIn
 from tideline_core.domain.memory_text import narrative_search_text
 from tideline_core.domain.records import AmendmentNote, InferredSource, NarrativeRecord, WrittenNarrative
 from tideline_core.errors import InvalidInput, NotFound
-from tideline_core.store import fts
+from tideline_core.store import keywords
 from tideline_core.store.lookup import as_record, chunks, owned_rows
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeSource, NarrativeTag
 from tideline_core.text.dates import utcnow
@@ -88,7 +88,7 @@ def insert_narrative(conn: Connection, agent_id: str, data: NarrativeIn) -> Writ
                 for c in dict.fromkeys(data.source_links)
             ],
         )
-    fts.index_new(conn, "narrative", [(narrative_id, agent_id, narrative_search_text(data))])
+    keywords.index_new(conn, "narrative", [(narrative_id, agent_id, narrative_search_text(data))])
     return WrittenNarrative(id=narrative_id, weight=weight, recurrence=recurrence)
 
 
@@ -183,8 +183,8 @@ def recall(
 def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
     """Append a note to a narrative of this agent; the narrative text itself never changes.
 
-    The note becomes part of the memory's text: indexed for keyword search at once (SQLite's FTS5;
-    PostgreSQL's tsvector is the searcher's, `pg_keywords.index_again`), and the memory waits for a
+    The note becomes part of the memory's text: indexed for keyword search at once (`keywords.index_again`:
+    SQLite's FTS5 now, PostgreSQL's tsvector by the next catch-up), and the memory waits for a
     new vector that reads it (embedding pending). The narrative's row is locked first, so an
     indexer never counts it while the note goes in.
     """
@@ -203,7 +203,7 @@ def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
         update(Narrative).where(Narrative.id == data.narrative_id).values(updated_at=now, embedding_state="pending")
     )
     record = load_narratives(conn, agent_id, [data.narrative_id])[data.narrative_id]
-    fts.reindex(conn, "narrative", [(record.id, agent_id, narrative_search_text(record, record.amendments))])
+    keywords.index_again(conn, [(record.id, agent_id, narrative_search_text(record, record.amendments))])
     return int(amendment_id)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Table, and_, insert, or_, select
 from tideline_core.domain.inputs import ContextTurnIn
 from tideline_core.domain.memory_text import WINDOW_TURNS, turn_text, turn_window
 from tideline_core.domain.records import ContextTurnRecord
-from tideline_core.store import fts
+from tideline_core.store import keywords
 from tideline_core.store.lookup import as_record, owned_rows
 from tideline_core.store.schema import ContextTurn
 from tideline_core.text.dates import utcnow
@@ -84,7 +84,7 @@ def insert_turns(conn: Connection, agent_id: str, turns: Sequence[ContextTurnIn]
     # One executemany (batched INSERT ... RETURNING): an import's 500-turn batch costs one statement, not 500.
     result = conn.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows)
     ids = [int(i) for i in result.scalars().all()]
-    fts.index_new(
+    keywords.index_new(
         conn,
         "context",
         [(i, agent_id, turn_text(t.speaker or t.role, t.content)) for i, t in zip(ids, turns, strict=True)],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.query import question_terms
+from tideline_core.text.terms import analyze
 
 RELATIVES = ("表姐", "叔叔", "舅妈", "上司", "下属", "表弟", "婶婶", "姑姑")
 SESSIONS = {

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from tideline_core.domain.inputs import ConversationLine
-from tideline_core.search.bm25 import BM25Index, analyze
+from tideline_core.search.bm25 import BM25Index
 from tideline_core.search.query import conversation_terms, conversation_texts, question_terms, without_names
+from tideline_core.text.terms import analyze
 
 
 def line(speaker: str, text: str, is_self: bool = False) -> ConversationLine:

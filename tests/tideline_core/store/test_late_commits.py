@@ -20,7 +20,6 @@ from sqlalchemy import delete, insert, select
 
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.domain.records import PendingRow
-from tideline_core.search.bm25 import analyze
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.store.catchup import high_water
@@ -29,6 +28,7 @@ from tideline_core.store.embeddings import save_embeddings
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.schema import ContextTurn, Embedding
 from tideline_core.store.turns import insert_turns
+from tideline_core.text.terms import analyze
 
 MODEL = "test-axes"
 AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

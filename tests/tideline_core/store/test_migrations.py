@@ -13,9 +13,9 @@ from sqlalchemy.exc import SAWarning
 from tideline_core.compose import compose
 from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.embedding import NoEmbedder
-from tideline_core.search import pg_keywords
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
+from tideline_core.store import pg_terms
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.schema import Amendment, Narrative
@@ -129,7 +129,7 @@ def test_memories_amended_before_the_upgrade_are_found_by_their_notes_and_embedd
         # A memory holding the word itself: the keyword index answers, not a fallback that reads the notes.
         dinner = insert_narrative(conn, "alice", NarrativeIn(gesture="Dinner with Sam on Friday")).id
         if database.dialect == "postgresql":  # its keyword row written, as a search then wrote it, without the note
-            pg_keywords.catch_up(conn, "alice")
+            pg_terms.catch_up(conn, "alice")
         conn.execute(
             insert(Amendment).values(narrative_id=swim, agent_id="alice", note="moved to Friday", created_at=utcnow())
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Table, and_, delete, func, insert, select, update
 
 from tideline_core.domain import scoring
 from tideline_core.dream.plan import (
@@ -42,8 +42,7 @@ from tideline_core.dream.plan import (
     Supersede,
 )
 from tideline_core.errors import InvalidInput
-from tideline_core.search import pg_keywords
-from tideline_core.store import fts
+from tideline_core.store import keywords
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.profiles import upsert_profile, upsert_self_concept, write_thread
 from tideline_core.store.schema import (
@@ -462,10 +461,7 @@ def _delete_narrative(conn: Connection, narrative_id: int) -> None:
     conn.execute(delete(Injection).where(Injection.kind == "narrative", Injection.row_id == narrative_id))
     conn.execute(delete(TopicClusterMember).where(TopicClusterMember.narrative_id == narrative_id))
     conn.execute(delete(EmbeddingClusterMember).where(EmbeddingClusterMember.narrative_id == narrative_id))
-    if conn.dialect.name == "sqlite":
-        conn.execute(text(f"DELETE FROM {fts.TABLES['narrative']} WHERE rowid = :id"), {"id": narrative_id})
-    else:
-        pg_keywords.forget_narratives(conn, [narrative_id])
+    keywords.forget_narratives(conn, [narrative_id])
     conn.execute(delete(Narrative).where(Narrative.id == narrative_id))
 
 

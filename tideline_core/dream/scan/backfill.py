@@ -37,8 +37,8 @@ from datetime import datetime, timedelta
 from tideline_core.embedding import normalize
 from tideline_core.errors import InvalidInput
 from tideline_core.numeric import np
-from tideline_core.search.bm25 import analyze
 from tideline_core.text.dates import as_utc
+from tideline_core.text.terms import analyze
 
 WINDOW = timedelta(hours=6)
 MIN_SHARED = 2

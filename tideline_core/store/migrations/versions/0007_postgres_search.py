@@ -5,7 +5,7 @@ keyword columns (`fts_kw`, and `fts_ctx` for turns) with GIN indexes, `fts_terms
 frequencies and totals), an index for a session's turns in conversation order, and, when the
 server has pgvector, `embeddings.vec halfvec(384)` with one HNSW index per view (existing vectors
 copied in, `store.pg_vectors.ensure`). Rows are keyword-indexed by the searcher's catch-up
-(`search.pg_keywords`), or all at once by `tideline db upgrade`.
+(`store.pg_terms`), or all at once by `tideline db upgrade`.
 
 Revision ID: 0007
 Revises: 0006
