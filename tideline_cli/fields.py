@@ -26,8 +26,8 @@ def add_fields(
     flags: Mapping[str, str] | None = None,
 ) -> None:
     """One option per field (`--field-name`, or the flag `flags` gives it), its value kept under the field's name."""
-    properties = arguments(model, fields=fields)["properties"]
-    needed = set(arguments(model, fields=fields).get("required", ()))
+    schema = arguments(model, fields=fields)
+    properties, needed = schema["properties"], set(schema.get("required", ()))
     for field in fields:
         prop = properties[field]
         option: dict[str, Any] = {"dest": field, "default": None, "help": _help(prop, field in needed)}

@@ -75,6 +75,7 @@ class ColdSearch:
 
     def __init__(self, db: Database, *, extracts: bool = False) -> None:
         self.db = db
+        self.store_rows = StoreRows(db)
         self.extracts = extracts
         self.embedder: Embedder = NoEmbedder()
 
@@ -137,7 +138,7 @@ class ColdSearch:
     ) -> list[SearchHit]:
         narrative_ids = [key[1] for key, _ in ranked if key[0] == "narrative"]
         turn_ids = [key[1] for key, _ in ranked if key[0] == "context"]
-        rows = StoreRows(self.db).rows(agent_id, narrative_ids, turn_ids)
+        rows = self.store_rows.rows(agent_id, narrative_ids, turn_ids)
         return hits_of(rows, ranked, parts, {}, evidence, extracts=self.extracts)
 
 
