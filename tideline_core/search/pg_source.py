@@ -55,7 +55,7 @@ from tideline_core.text.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 SCRIPTS_KEPT = 1024  # agents whose store's scripts are remembered (then forgotten all at once)
-CATCH_UP_ROWS = 500  # rows a search indexes before it answers, at most (about a second's worth after a big import)
+CATCH_UP_ROWS = 500  # rows stored unindexed (by an earlier version) a search indexes before it answers, at most
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
@@ -78,16 +78,19 @@ class PostgresSource:
         self._store_scripts: dict[tuple[str, str], tuple[tuple[object, ...], bool]] = {}
 
     def snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
-        """Rows still waiting to be indexed, up to `CATCH_UP_ROWS` of them, indexed first, so a write is found by the
-        next query; the agent's embed task indexes the rest (after a large import)."""
+        """What the search reads once. Rows stored before the keyword index was kept at write time, up to
+        `CATCH_UP_ROWS` of them, are indexed first; the agent's embed task indexes the rest."""
         with self.db.read() as conn:
-            waiting_rows = keywords.has_unindexed(conn, agent_id)
-        if waiting_rows:
-            with self.db.write() as conn:
-                keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
+            if not keywords.has_unindexed(conn, agent_id):
+                return self._snapshot(conn, agent_id, kinds, params)
+        with self.db.write() as conn:
+            keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
         with self.db.read() as conn:
-            waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
-            speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()
+            return self._snapshot(conn, agent_id, kinds, params)
+
+    def _snapshot(self, conn: Connection, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
+        waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
+        speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()
         return Snapshot(version=None, waiting=waiting, speakers=frozenset(speakers))
 
     def speaker_names(self, q: Query) -> Collection[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
@@ -20,6 +20,8 @@ BUSY_TIMEOUT_MS = 10_000
 # A script's `revision = "0006"` and `down_revision = "0005"` (or None) lines, as alembic writes them.
 _REVISION = re.compile(r"""^revision(?:\s*:[^=\n]*)?\s*=\s*["']([^"']+)["']""", re.M)
 _DOWN_REVISION = re.compile(r"""^down_revision(?:\s*:[^=\n]*)?\s*=\s*(?:["']([^"']+)["']|None)""", re.M)
+_LAST = "last in transaction"  # conn.info key: what a write transaction runs just before it commits
+Last = TypeVar("Last", bound=Callable[[Connection], None])
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -142,6 +144,20 @@ def drop_database(server_url: str, url: str) -> None:
         admin.dispose()
 
 
+def last_in_transaction(conn: Connection, name: str, action: Last) -> Last | None:
+    """Have `action` run once, just before this write transaction commits; the action kept under `name` (this
+    one, or the one an earlier statement of the transaction gave).
+
+    For what every writer shares (a counter row): taken last, its lock is held only for the commit.
+    None, and nothing kept, on a connection that is not in `Database.write` or `trial`: the caller
+    does it now.
+    """
+    last = conn.info.get(_LAST)
+    if last is None:
+        return None
+    return cast(Last, last.setdefault(name, action))
+
+
 class Database:
     """Owns one Engine. `write()` takes the SQLite write lock up front; keep no network I/O inside it."""
 
@@ -161,25 +177,32 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        """A write transaction; what its statements ask to run last (`last_in_transaction`) runs before it commits."""
         with self.engine.connect() as conn:
             conn.info["write"] = True
+            conn.info[_LAST] = {}
             try:
                 with conn.begin():
                     yield conn
+                    while conn.info[_LAST]:
+                        conn.info[_LAST].pop(next(iter(conn.info[_LAST])))(conn)
             finally:
                 conn.info.pop("write", None)
+                conn.info.pop(_LAST, None)
 
     @contextmanager
     def trial(self) -> Iterator[Connection]:
         """A write transaction that is always rolled back: what a change would do, seen and then undone."""
         with self.engine.connect() as conn:
             conn.info["write"] = True
+            conn.info[_LAST] = {}
             transaction = conn.begin()
             try:
                 yield conn
             finally:
                 transaction.rollback()
                 conn.info.pop("write", None)
+                conn.info.pop(_LAST, None)
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -1,10 +1,9 @@
 """The keyword index kept with the rows, one port for both backends: SQLite's FTS5 tables, PostgreSQL's tsvectors.
 
-Every write, amendment, deletion and catch-up of the keyword index goes through here, in the
-transaction that changes the rows. SQLite's FTS5 rows (`fts`) are written with the row itself;
-PostgreSQL's tsvectors and BM25 statistics (`pg_terms`) are filled by `catch_up` (the next search,
-the embed task the write queues, `tideline db upgrade`) rather than in the write, which stays a
-plain insert: `pg_terms` says why.
+Every write, amendment and deletion of the keyword index goes through here, in the transaction
+that changes the rows, on both backends: SQLite's FTS5 rows (`fts`), PostgreSQL's tsvectors and
+BM25 statistics (`pg_terms`). `catch_up` indexes PostgreSQL rows stored before the index was kept
+at write time.
 """
 
 from __future__ import annotations
@@ -20,9 +19,11 @@ IndexRow = tuple[int, str, str]
 
 
 def index_new(conn: Connection, kind: str, rows: Sequence[IndexRow]) -> None:
-    """Rows just inserted: into FTS5 on SQLite; on PostgreSQL they wait, unindexed, for `catch_up`."""
+    """Rows just inserted, given as (id, agent_id, search text)."""
     if conn.dialect.name == "sqlite":
         fts.index_new(conn, kind, rows)
+    else:
+        pg_terms.index_new(conn, kind, rows)
 
 
 def index_again(conn: Connection, rows: Sequence[IndexRow]) -> None:
@@ -34,7 +35,7 @@ def index_again(conn: Connection, rows: Sequence[IndexRow]) -> None:
     if conn.dialect.name == "sqlite":
         fts.reindex(conn, "narrative", rows)
     else:
-        pg_terms.index_again(conn, [row_id for row_id, _agent, _text in rows])
+        pg_terms.index_again(conn, rows)
 
 
 def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
@@ -48,9 +49,9 @@ def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
 
 
 def catch_up(conn: Connection, agent_id: str | None = None, *, most: int | None = None) -> int:
-    """Index the rows (of `agent_id`, or of all agents; at most about `most`) still waiting; how many it indexed.
+    """Index the rows (of `agent_id`, or of all agents; at most about `most`) stored unindexed; how many it indexed.
 
-    Only PostgreSQL's rows ever wait: on SQLite this indexes nothing.
+    Only PostgreSQL's rows stored before the index was kept at write time wait: on SQLite this indexes nothing.
     """
     if conn.dialect.name != "postgresql":
         return 0

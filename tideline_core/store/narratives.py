@@ -183,10 +183,9 @@ def recall(
 def amend(conn: Connection, agent_id: str, data: AmendmentIn) -> int:
     """Append a note to a narrative of this agent; the narrative text itself never changes.
 
-    The note becomes part of the memory's text: indexed for keyword search at once (`keywords.index_again`:
-    SQLite's FTS5 now, PostgreSQL's tsvector by the next catch-up), and the memory waits for a
-    new vector that reads it (embedding pending). The narrative's row is locked first, so an
-    indexer never counts it while the note goes in.
+    The note becomes part of the memory's text: indexed for keyword search at once (`keywords.index_again`),
+    and the memory waits for a new vector that reads it (embedding pending). The narrative's row is
+    locked first, so a catch-up never counts it while the note goes in.
     """
     exists = conn.execute(
         select(Narrative.id).where(Narrative.id == data.narrative_id, Narrative.agent_id == agent_id).with_for_update()

@@ -10,24 +10,27 @@ view's row count and length per (agent, kind, view), updated in the transaction 
 rows (the totals under the term ''; a turn's speaker under view 'speaker', for the speaker signal).
 Searching them is `search.pg_keywords`'.
 
-Rows are indexed by `catch_up`, never in the write itself, which stays a plain insert: indexing
-there made a write several times slower, and every writer of an agent would queue on its
-`fts_terms` totals. A search that finds rows waiting (`has_unindexed`, a read of a small partial
-index) indexes up to a bound of them first, so a write is found by the next query, as with the
-in-memory index; the agent's embed task, queued by every write, indexes whatever is left in
-committed batches (a large import, a dream stage's rows). Rows being indexed are locked (SKIP
-LOCKED), so two processes never count a row twice.
+Rows are indexed in the transaction that writes them, as SQLite's FTS5 rows are, so a write is
+found by the next query and a search never indexes. What writers share is taken last: a row's
+tsvectors are written with it, but the agent's `fts_terms` counts (its totals above all, which every
+writer of the agent changes) are added once, in key order, just before the transaction commits
+(`database.last_in_transaction`), so a writer holds them only for its commit and two writers never
+wait on each other in a circle. A turn's `fts_ctx` holds the turn before it: turns of one session
+are indexed one transaction at a time (an advisory lock on the session, taken in key order), so
+two writers of a session each see the other's turn. `catch_up` indexes rows stored unindexed (by a
+release that left the index to it, or copied in by `tideline db copy`): `tideline db upgrade`,
+the embed task, and a search for the first rows it meets run it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-from sqlalchemy import Connection, Row, text
+from sqlalchemy import Connection, text
 
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
+from tideline_core.store.database import last_in_transaction
 from tideline_core.text.terms import analyze
 
 TOTAL = ""  # the term under which a view's row count and token total are kept (analyze yields no empty term)
@@ -35,6 +38,8 @@ MAX_POSITION = 16_383  # PostgreSQL's bounds: a lexeme's position, its positions
 MAX_POSITIONS = 256
 MAX_LEXEME_BYTES = 2046
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
+SESSION_LOCKS = 0x7464  # the advisory locks' first key: a session's turns being indexed (the second: its hash)
+CATCH_UP_LOCK = 0x7465  # one catch-up at a time (its batches lock sessions across transactions' worth of rows)
 
 
 def quote(term: str) -> str:
@@ -54,6 +59,7 @@ def tsvector(tokens: Sequence[str]) -> str:
 
 
 def _terms_delta(agent_id: str, kind: str, view: str, docs: Iterable[Sequence[str]], sign: int) -> Counter[tuple]:
+    # Added to a delta with `Counter.update`, never `+`: `+` drops every count that is not positive.
     delta: Counter[tuple] = Counter()
     for tokens in docs:
         delta[(agent_id, kind, view, TOTAL, "rows")] += sign
@@ -63,25 +69,51 @@ def _terms_delta(agent_id: str, kind: str, view: str, docs: Iterable[Sequence[st
     return delta
 
 
+class _Counts:
+    """What one write transaction adds to `fts_terms`, added when it is about to commit."""
+
+    def __init__(self) -> None:
+        self.delta: Counter[tuple] = Counter()
+
+    def __call__(self, conn: Connection) -> None:
+        _apply(conn, self.delta)
+
+
+def _count(conn: Connection, delta: Counter[tuple]) -> None:
+    """Add `delta` to `fts_terms` last in this write transaction (now, outside one)."""
+    counts = last_in_transaction(conn, "fts_terms", _Counts())
+    if counts is None:
+        _apply(conn, delta)
+    else:
+        counts.delta.update(delta)
+
+
 def _apply(conn: Connection, delta: Counter[tuple]) -> None:
     """Add `delta` to `fts_terms`, rows in key order (two writers lock shared terms in the same order: no deadlock)."""
     merged: dict[tuple[str, str, str, str], list[int]] = {}
     for (agent, kind, view, term, what), value in delta.items():
         merged.setdefault((agent, kind, view, term), [0, 0])[0 if what == "rows" else 1] += value
-    params = [
-        {"agent": a, "kind": k, "view": v, "term": t, "rows": r, "tokens": n}
-        for (a, k, v, t), (r, n) in sorted(merged.items())
-        if r or n
-    ]
-    if params:
+    keys = [(key, counts) for key, counts in sorted(merged.items()) if counts[0] or counts[1]]
+    if keys:
+        # One statement over arrays: the rows are taken in the order given (ORDINALITY), whatever the plan.
         conn.execute(
             text(
                 "INSERT INTO fts_terms (agent_id, kind, view, term, rows, tokens) "
-                "VALUES (:agent, :kind, :view, :term, :rows, :tokens) "
+                "SELECT a, k, v, t, r, n FROM unnest("
+                "CAST(:agents AS text[]), CAST(:kinds AS text[]), CAST(:views AS text[]), CAST(:terms AS text[]), "
+                "CAST(:rows AS bigint[]), CAST(:tokens AS bigint[])) WITH ORDINALITY AS d(a, k, v, t, r, n, at) "
+                "ORDER BY at "
                 "ON CONFLICT (agent_id, kind, view, term) DO UPDATE SET "
                 "rows = fts_terms.rows + excluded.rows, tokens = fts_terms.tokens + excluded.tokens"
             ),
-            params,
+            {
+                "agents": [k[0] for k, _ in keys],
+                "kinds": [k[1] for k, _ in keys],
+                "views": [k[2] for k, _ in keys],
+                "terms": [k[3] for k, _ in keys],
+                "rows": [c[0] for _, c in keys],
+                "tokens": [c[1] for _, c in keys],
+            },
         )
 
 
@@ -89,18 +121,18 @@ def index_new(conn: Connection, kind: str, rows: Sequence[tuple[int, str, str]])
     """Index new rows given as (id, agent_id, search text): their tsvectors and the BM25 statistics."""
     if not rows:
         return
-    table = BASE[kind][0]
     docs = {row_id: analyze(body) for row_id, _agent, body in rows}
-    conn.execute(
-        text(f"UPDATE {table} SET fts_kw = CAST(:doc AS tsvector), fts_kw_len = :n WHERE id = :id"),
-        [{"id": i, "doc": tsvector(tokens), "n": len(tokens)} for i, tokens in docs.items()],
-    )
     delta: Counter[tuple] = Counter()
     for row_id, agent_id, _body in rows:
-        delta += _terms_delta(agent_id, kind, "kw", [docs[row_id]], 1)
+        delta.update(_terms_delta(agent_id, kind, "kw", [docs[row_id]], 1))
     if kind == "context":
-        delta += _index_windows(conn, docs)
-    _apply(conn, delta)
+        delta.update(_index_windows(conn, docs))
+    else:
+        conn.execute(
+            text("UPDATE narratives SET fts_kw = CAST(:doc AS tsvector), fts_kw_len = :n WHERE id = :id"),
+            [{"id": i, "doc": tsvector(tokens), "n": len(tokens)} for i, tokens in docs.items()],
+        )
+    _count(conn, delta)
 
 
 def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
@@ -120,76 +152,86 @@ def forget_narratives(conn: Connection, ids: Sequence[int]) -> None:
         delta[(r.agent_id, "narrative", "kw", TOTAL, "tokens")] -= int(r.n or 0)
         for term in r.terms or ():
             delta[(r.agent_id, "narrative", "kw", term, "rows")] -= 1
-    _apply(conn, delta)
+    _count(conn, delta)
 
 
-def index_again(conn: Connection, ids: Sequence[int]) -> None:
-    """Narratives whose search text grew (an amendment): out of the BM25 statistics now, indexed again with the
-    whole text by the next catch-up (the next search, or the embed task the change queues).
+def index_again(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Narratives whose search text grew (an amendment), given with their whole text now: counted out and in again.
 
     Call in the write that changed them, after locking their rows (`store.narratives.amend` does), so
     a catch-up indexing them at the same moment is waited for and not counted twice.
     """
-    if not ids:
+    if not rows:
         return
-    forget_narratives(conn, ids)
-    conn.execute(
-        text("UPDATE narratives SET fts_kw = NULL, fts_kw_len = NULL WHERE id = ANY(:ids)"), {"ids": list(ids)}
-    )
+    forget_narratives(conn, [row_id for row_id, _agent, _text in rows])
+    index_new(conn, "narrative", rows)
 
 
 def _index_windows(conn: Connection, docs: dict[int, list[str]]) -> Counter[tuple]:
-    """`fts_ctx` of the new turns (`docs`: their tokens), and of the turn after each when it came before them."""
-    turns = conn.execute(
+    """The new turns' tsvectors (`docs`: their tokens; `fts_ctx` with the turn before each), and the window of the
+    turn after each when it came before them."""
+    ids = {"ids": list(docs)}
+    conn.execute(  # in one order for every writer: no two wait on each other's sessions in a circle
         text(
-            "SELECT id, agent_id, session_id, speaker, created_at FROM context_turns WHERE id = ANY(:ids) "
-            "ORDER BY created_at, id"
+            "SELECT pg_advisory_xact_lock(:space, hashtext(s.agent_id || chr(31) || s.session_id)) FROM "
+            "(SELECT DISTINCT agent_id, session_id FROM context_turns WHERE id = ANY(:ids) "
+            "ORDER BY agent_id, session_id) AS s"
         ),
-        {"ids": list(docs)},
-    ).all()
+        {"space": SESSION_LOCKS, **ids},
+    )
+    turns = conn.execute(_NEIGHBOURS, ids).all()
     known = dict(docs)
     delta: Counter[tuple] = Counter()
-    updates = []
+    new, later = [], []
     for t in turns:
         delta[(t.agent_id, "context", "speaker", t.speaker, "rows")] += 1
-        before = _beside(conn, t, before=True)
-        prev = _tokens_of(conn, before.id, known) if before is not None else []
-        window = prev + docs[t.id]
-        updates.append({"id": t.id, "doc": tsvector(window), "n": len(window)})
-        delta += _terms_delta(t.agent_id, "context", "kw_ctx", [window], 1)
-        after = _beside(conn, t, before=False)
-        if after is not None and after.id not in docs and after.fts_ctx_len is not None:
+        if t.before_id is not None and t.before_id not in known:
+            known[t.before_id] = analyze(turn_text(t.before_speaker, t.before_content))
+        window = (known[t.before_id] if t.before_id is not None else []) + docs[t.id]
+        new.append(
+            {"id": t.id, "kw": tsvector(docs[t.id]), "kw_n": len(docs[t.id]), "ctx": tsvector(window), "n": len(window)}
+        )
+        delta.update(_terms_delta(t.agent_id, "context", "kw_ctx", [window], 1))
+        if t.after_id is not None and t.after_id not in docs and t.after_len is not None:
             # A turn that arrived late sits before one already indexed: that one's window now starts with it.
-            old = conn.execute(
-                text("SELECT tsvector_to_array(fts_ctx) AS terms FROM context_turns WHERE id = :id"), {"id": after.id}
-            ).scalar_one()
-            delta += _terms_delta(t.agent_id, "context", "kw_ctx", [old], -1)
-            delta[(t.agent_id, "context", "kw_ctx", TOTAL, "tokens")] += len(old) - after.fts_ctx_len
-            mate = docs[t.id] + _tokens_of(conn, after.id, known)
-            updates.append({"id": after.id, "doc": tsvector(mate), "n": len(mate)})
-            delta += _terms_delta(t.agent_id, "context", "kw_ctx", [mate], 1)
+            old = list(t.after_terms or ())
+            delta.update(_terms_delta(t.agent_id, "context", "kw_ctx", [old], -1))
+            delta[(t.agent_id, "context", "kw_ctx", TOTAL, "tokens")] += len(old) - t.after_len
+            if t.after_id not in known:
+                known[t.after_id] = analyze(turn_text(t.after_speaker, t.after_content))
+            mate = docs[t.id] + known[t.after_id]
+            later.append({"id": t.after_id, "ctx": tsvector(mate), "n": len(mate)})
+            delta.update(_terms_delta(t.agent_id, "context", "kw_ctx", [mate], 1))
     conn.execute(
-        text("UPDATE context_turns SET fts_ctx = CAST(:doc AS tsvector), fts_ctx_len = :n WHERE id = :id"), updates
+        text(
+            "UPDATE context_turns SET fts_kw = CAST(:kw AS tsvector), fts_kw_len = :kw_n, "
+            "fts_ctx = CAST(:ctx AS tsvector), fts_ctx_len = :n WHERE id = :id"
+        ),
+        new,
     )
+    if later:
+        conn.execute(
+            text("UPDATE context_turns SET fts_ctx = CAST(:ctx AS tsvector), fts_ctx_len = :n WHERE id = :id"), later
+        )
     return delta
 
 
-def _beside(conn: Connection, turn: Row[Any], *, before: bool) -> Row[Any] | None:
-    op, order = ("<", "DESC") if before else (">", "ASC")
-    return conn.execute(
-        text(
-            "SELECT id, fts_ctx_len FROM context_turns WHERE agent_id = :agent AND session_id = :session "
-            f"AND (created_at, id) {op} (:at, :id) ORDER BY created_at {order}, id {order} LIMIT 1"
-        ),
-        {"agent": turn.agent_id, "session": turn.session_id, "at": turn.created_at, "id": turn.id},
-    ).first()
-
-
-def _tokens_of(conn: Connection, turn_id: int, known: dict[int, list[str]]) -> list[str]:
-    if turn_id not in known:
-        row = conn.execute(text("SELECT speaker, content FROM context_turns WHERE id = :id"), {"id": turn_id}).one()
-        known[turn_id] = analyze(turn_text(row.speaker, row.content))
-    return known[turn_id]
+# Each new turn with the turns just before and after it in its session (after its session is locked:
+# the statement sees every turn committed before).
+_NEIGHBOURS = text(
+    "SELECT t.id, t.agent_id, t.speaker, "
+    "b.id AS before_id, b.speaker AS before_speaker, b.content AS before_content, "
+    "a.id AS after_id, a.speaker AS after_speaker, a.content AS after_content, a.fts_ctx_len AS after_len, "
+    "tsvector_to_array(a.fts_ctx) AS after_terms "
+    "FROM context_turns t "
+    "LEFT JOIN LATERAL (SELECT c.id, c.speaker, c.content FROM context_turns c "
+    "WHERE c.agent_id = t.agent_id AND c.session_id = t.session_id AND (c.created_at, c.id) < (t.created_at, t.id) "
+    "ORDER BY c.created_at DESC, c.id DESC LIMIT 1) AS b ON true "
+    "LEFT JOIN LATERAL (SELECT c.id, c.speaker, c.content, c.fts_ctx, c.fts_ctx_len FROM context_turns c "
+    "WHERE c.agent_id = t.agent_id AND c.session_id = t.session_id AND (c.created_at, c.id) > (t.created_at, t.id) "
+    "ORDER BY c.created_at, c.id LIMIT 1) AS a ON true "
+    "WHERE t.id = ANY(:ids) ORDER BY t.created_at, t.id"
+)
 
 
 def catch_up(conn: Connection, agent_id: str | None = None, batch: int = 500, *, most: int | None = None) -> int:
@@ -197,8 +239,10 @@ def catch_up(conn: Connection, agent_id: str | None = None, batch: int = 500, *,
     many it indexed.
 
     Call in a write transaction: the rows are locked as they are read (SKIP LOCKED: what another
-    process is indexing right now is left to it).
+    process is indexing right now is left to it), and one catch-up runs at a time: its batches lock
+    sessions in an order no other catch-up's share.
     """
+    conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"), {"space": CATCH_UP_LOCK})
     done = 0
     for kind in ("narrative", "context"):
         while (most is None or done < most) and (

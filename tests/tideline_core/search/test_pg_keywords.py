@@ -58,7 +58,6 @@ def test_an_old_row_holding_every_word_of_a_question_is_found_in_a_large_view(
         for i in range(30):
             for word in words:  # newer rows, each holding one of the words: every word is common
                 insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": f"{word} filler{i}x"}))
-        pg_terms.catch_up(conn, "alice")
     monkeypatch.setattr(pg_keywords, "EXACT_ROWS", 10)
     monkeypatch.setattr(pg_keywords, "POSTINGS_BUDGET", 5)
     monkeypatch.setattr(pg_keywords, "SEVERAL_BUDGET", 5)
@@ -74,7 +73,6 @@ def test_one_read_gives_every_views_row_count_token_total_and_the_terms_rows(pg:
         insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha charlie delta"}))
         insert_narrative(conn, "bob", parse(NarrativeIn, {"gesture": "alpha alpha alpha"}))
         insert_turns(conn, "alice", [parse(ContextTurnIn, {"role": "user", "content": "bravo"})])
-        pg_terms.catch_up(conn)
     views = [("narrative", "kw"), ("context", "kw"), ("context", "kw_ctx"), ("narrative", "kw_ctx")]
     with pg.read() as conn:
         stats = pg_keywords.view_stats(conn, "alice", views, ["alpha", "bravo", "zulu"])
@@ -95,18 +93,13 @@ def test_an_amended_memory_is_indexed_again_with_its_note_and_counted_once(pg: D
     with pg.write() as conn:
         first = insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha bravo"}))
         insert_narrative(conn, "alice", parse(NarrativeIn, {"gesture": "alpha charlie"}))
-        pg_terms.catch_up(conn)
     with pg.write() as conn:
         amend(conn, "alice", AmendmentIn(narrative_id=first.id, note="zulu zulu"))
-        pg_terms.index_again(conn, [first.id])
     with pg.read() as conn:
         waiting = pg_terms.has_unindexed(conn, "alice")
-    with pg.write() as conn:
-        pg_terms.catch_up(conn)
-    with pg.read() as conn:
         stats = pg_keywords.view_stats(conn, "alice", [("narrative", "kw")], ["alpha", "bravo", "zulu"])
         found = pg_keywords.search_view(conn, "alice", "narrative", "kw", {"zulu": 1.0}, 5)
-    assert waiting, "the amended memory waits for the next search's catch-up"
+    assert not waiting, "the amendment indexed the memory again in its own write"
     narratives = stats[("narrative", "kw")]
     assert (narratives.rows, narratives.tokens) == (2, 6)
     assert narratives.df == {"": 2, "alpha": 2, "bravo": 1, "zulu": 1}

@@ -40,8 +40,8 @@ def axis(i: int) -> np.ndarray:
     return v
 
 
-def turn(content: str) -> ContextTurnIn:
-    return ContextTurnIn(role="user", speaker="Ann", content=content, session_id="s1", created_at=AT)
+def turn(content: str, session: str = "s1") -> ContextTurnIn:
+    return ContextTurnIn(role="user", speaker="Ann", content=content, session_id=session, created_at=AT)
 
 
 def keyword_ids(keywords: KeywordIndex, db: Database, kind: str, word: str) -> list[int]:
@@ -104,23 +104,24 @@ def test_postgres_rows_whose_transaction_commits_after_a_newer_one_are_found(pos
     keywords, vectors = KeywordIndex(db), VectorIndex(db, MODEL)
     with db.write() as conn:
         (first,) = insert_turns(conn, "alice", [turn("anchor")])
-    slow = db.engine.connect()
+    slow_write = db.write()  # an older writer, still open: a session's turns are indexed one writer at a time
+    slow = slow_write.__enter__()
     try:
-        slow_tx = slow.begin()
         (late_turn,) = insert_turns(slow, "alice", [turn("lighthouse")])
         save_embeddings(slow, "context", [PendingRow("context", first, "alice", "")], axis(0), MODEL)
         late_memory = insert_narrative(slow, "alice", NarrativeIn(gesture="painted the lighthouse")).id
-        with db.write() as conn:  # a newer writer, committing first
-            (newer_turn,) = insert_turns(conn, "alice", [turn("harbour")])
+        with db.write() as conn:  # a newer writer, of another session, committing first
+            (newer_turn,) = insert_turns(conn, "alice", [turn("harbour", session="s2")])
             save_embeddings(conn, "context", [PendingRow("context", newer_turn, "alice", "")], axis(1), MODEL)
             newer_memory = insert_narrative(conn, "alice", NarrativeIn(gesture="sailed to the harbour")).id
         assert late_turn < newer_turn and late_memory < newer_memory
         assert keyword_ids(keywords, db, "context", "harbour") == [newer_turn]
         assert keyword_ids(keywords, db, "narrative", "harbour") == [newer_memory]
         assert dense_ids(vectors, db, 1) == [newer_turn] and dense_ids(vectors, db, 0) == []
-        slow_tx.commit()
-    finally:
-        slow.close()
+    except BaseException as exc:
+        slow_write.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    slow_write.__exit__(None, None, None)
     assert keyword_ids(keywords, db, "context", "lighthouse") == [late_turn]
     assert keyword_ids(keywords, db, "narrative", "lighthouse") == [late_memory]
     assert dense_ids(vectors, db, 0) == [first]

@@ -15,7 +15,6 @@ from tideline_core.domain.inputs import NarrativeIn, SearchIn
 from tideline_core.embedding import NoEmbedder
 from tideline_core.service import NullJobQueue
 from tideline_core.settings import Settings
-from tideline_core.store import pg_terms
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.schema import Amendment, Narrative
@@ -128,8 +127,6 @@ def test_memories_amended_before_the_upgrade_are_found_by_their_notes_and_embedd
         swim = insert_narrative(conn, "alice", NarrativeIn(gesture="Swimming on Thursday evenings")).id
         # A memory holding the word itself: the keyword index answers, not a fallback that reads the notes.
         dinner = insert_narrative(conn, "alice", NarrativeIn(gesture="Dinner with Sam on Friday")).id
-        if database.dialect == "postgresql":  # its keyword row written, as a search then wrote it, without the note
-            pg_terms.catch_up(conn, "alice")
         conn.execute(
             insert(Amendment).values(narrative_id=swim, agent_id="alice", note="moved to Friday", created_at=utcnow())
         )
