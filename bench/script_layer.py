@@ -35,7 +35,7 @@ from tideline_core.dream.graph import store as graph
 from tideline_core.dream.plan import AddSourceLink, Plan
 from tideline_core.dream.recluster import store as clusters
 from tideline_core.dream.refresh import store as weights
-from tideline_core.dream.runner import runs
+from tideline_core.dream.runner import running, runs
 from tideline_core.dream.runner.changes import apply_plan
 from tideline_core.dream.scan import store as scan
 from tideline_core.dream.scan.scanner import to_markdown
@@ -199,7 +199,7 @@ def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, str], floa
     t0 = time.perf_counter()
     for stage in nightly_stages():
         t1 = time.perf_counter()
-        outcome = runs.run_stage(context, stage, AGENT, runs.day_of(), {"trigger": "bench"}, run_key="bench")
+        outcome = running.run_stage(context, stage, AGENT, runs.day_of(), {"trigger": "bench"}, run_key="bench")
         times[f"  in the chain: {stage.name}"] = time.perf_counter() - t1
         facts[f"  in the chain: {stage.name}"] = outcome.output.skipped or f"{len(outcome.changes)} rows changed"
     times["full chain (" + " → ".join(s.name for s in nightly_stages()) + ")"] = time.perf_counter() - t0

@@ -113,8 +113,8 @@ def shown_data(body: dict[str, Any]) -> dict[str, Any]:
 def dump(db: Database) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every memory table, sorted: equal dumps mean the same memory.
 
-    The keyword index is left out (SQLite's FTS5 tables; PostgreSQL's `fts_*` columns and `fts_terms`, which
-    a search fills in for rows written since the last one); tests compare it apart.
+    The keyword index is left out (SQLite's FTS5 tables; PostgreSQL's `fts_*` columns and `fts_terms`); tests
+    compare it apart.
     """
     meta = MetaData()
     with warnings.catch_warnings():

@@ -97,6 +97,7 @@ def compose(
             llm=llm_from_settings(settings) if llm == "settings" else llm,
             llm_run_tokens=settings.llm_run_tokens,
             llm_day_tokens=settings.llm_day_tokens,
+            review=settings.dream_review,
         ),
         query_timeout=settings.query_embedding_timeout,
         inject=inject_setup(settings),

@@ -352,6 +352,15 @@ class Settings(BaseSettings):
         description="IANA time zone of `TIDELINE_DREAM_AT` (beat reads its schedule in it; messages stay UTC)",
         validation_alias=_env("DREAM_TIMEZONE"),
     )
+    dream_review: Literal["off", "llm", "all"] = Field(
+        default="off",
+        description=(
+            "Keep dream plans as proposals for a person to approve or reject instead of applying them: off, llm "
+            "(plans an LLM answer shaped), or all (every plan that changes memory; rebuilt clusters and the entity "
+            "graph are always applied)"
+        ),
+        validation_alias=_env("DREAM_REVIEW"),
+    )
     # Search returns what the dream extracted from conversation search already covers: session digests and
     # extractive memories. Off: measured on LoCoMo and MADial, they took places from the turns they repeat.
     dream_extracts_in_search: bool = Field(

@@ -140,7 +140,8 @@ def test_status_says_when_the_broker_is_unreachable(cli_env: dict[str, str], tmp
 
 def test_status_lists_the_agents_recent_dream_runs(cli_env: dict[str, str]) -> None:
     from tideline_core.dream.contract import Stage, StageContext, StageOutput
-    from tideline_core.dream.runner.runs import fail_run, run_stage, start_run
+    from tideline_core.dream.runner.running import run_stage
+    from tideline_core.dream.runner.runs import fail_run, start_run
     from tideline_core.store.database import Database
 
     db = Database.open(store_of(cli_env))

@@ -40,6 +40,7 @@ class StageContext:
     day: str = ""
     ask: StageLLM | None = None
     dry_run: bool = False
+    review: str = "off"  # which plans are kept as proposals instead of applied: off, llm or all (`runner.review`)
 
 
 @dataclass(frozen=True)

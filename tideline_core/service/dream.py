@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tideline_core.dream.registry import stage_named
+from tideline_core.dream.runner import review
 from tideline_core.dream.runner.changes import RowChange, StoredChange
+from tideline_core.dream.runner.running import run_stage
 from tideline_core.dream.runner.runs import (
     NIGHTLY,
     DreamRunRecord,
@@ -14,7 +16,6 @@ from tideline_core.dream.runner.runs import (
     recent_runs,
     run_by_id,
     run_changes,
-    run_stage,
     undo_run,
 )
 from tideline_core.errors import BrokerUnavailable, InvalidInput
@@ -84,7 +85,8 @@ class DreamOps(ServiceParts):
         outcome = run_stage(
             self.stages, stage, agent_id, day, {"trigger": trigger, "task_id": task_id}, run_key=key, dry_run=dry_run
         )
-        if not dry_run and any(c.action == "insert" and c.target == "narratives" for c in outcome.changes):
+        applied = not dry_run and not outcome.proposed
+        if applied and any(c.action == "insert" and c.target == "narratives" for c in outcome.changes):
             self.jobs.embed(agent_id)  # what the dream wrote is searchable by meaning once embedded, as any write
         listed = outcome.changes if dry_run else outcome.changes[:CHANGES_IN_RESULT]
         result: dict[str, Any] = {
@@ -99,6 +101,8 @@ class DreamOps(ServiceParts):
         }
         if outcome.already_done:
             result["already_done"] = True
+        if outcome.proposed:
+            result["proposed"] = True  # kept for review: `dream_review` lists it, approve applies it
         if outcome.output.skipped:
             result["skipped"] = outcome.output.skipped
         if outcome.output.report:
@@ -156,3 +160,22 @@ class DreamOps(ServiceParts):
         with self.db.write() as conn:
             run, restored = undo_run(conn, agent_id, run_id)
         return UndoReport(run, restored)
+
+    def dream_review(self, agent_id: str) -> list[DreamRunView]:
+        """The agent's proposals waiting for review, oldest first, each with the changes it would make."""
+        with self.db.read() as conn:
+            return [DreamRunView(run, tuple(run_changes(conn, run.id))) for run in review.waiting(conn, agent_id)]
+
+    def dream_approve(self, agent_id: str, run_id: int) -> DreamRunView:
+        """Apply a waiting proposal as its run would have (recorded, undoable); Conflict, naming why, when it cannot."""
+        with self.db.write() as conn:
+            run, changes = review.approve(conn, agent_id, run_id)
+            stored = tuple(run_changes(conn, run_id))
+        if any(c.action == "insert" and c.target == "narratives" for c in changes):
+            self.jobs.embed(agent_id)
+        return DreamRunView(run, stored)
+
+    def dream_reject(self, agent_id: str, run_id: int) -> DreamRunRecord:
+        """Discard a waiting proposal: nothing of it is applied, and its stage does not propose the same again."""
+        with self.db.write() as conn:
+            return review.reject(conn, agent_id, run_id)

@@ -435,6 +435,8 @@ class DreamRun(Owned, Base):
     # keyed by its task id, so a redelivered task finds its own row and each manual run stays undoable.
     run_key: Mapped[str] = mapped_column(String(64), nullable=False, default="nightly", server_default="nightly")
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # A proposed run's plan (`dream.plan_json`), kept until it is approved (applied) or rejected.
+    proposal: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (
         UniqueConstraint("agent_id", "day", "stage", "run_key", name="uq_dream_runs_agent_day_stage_key"),

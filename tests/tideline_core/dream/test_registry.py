@@ -9,7 +9,8 @@ import pytest
 
 from tideline_core.dream import STAGES, StageContext, StageOutput, nightly_stages, stage_named
 from tideline_core.dream.contract import Stage
-from tideline_core.dream.runner.runs import recent_runs, run_stage
+from tideline_core.dream.runner.running import run_stage
+from tideline_core.dream.runner.runs import recent_runs
 from tideline_core.errors import InvalidInput
 from tideline_core.store.database import Database
 

@@ -219,12 +219,11 @@ def provisional(summary: str) -> str:
 
 
 def keyword_rows(service: Service) -> list[tuple[Any, ...]]:
-    """The narratives' keyword index: SQLite's FTS5 rows; PostgreSQL's tsvectors and BM25 statistics, caught up."""
+    """The narratives' keyword index: SQLite's FTS5 rows; PostgreSQL's tsvectors and BM25 statistics."""
     if service.db.dialect == "sqlite":
         with service.db.read() as conn:
             rows = conn.execute(text("SELECT rowid, agent_id, body FROM narratives_fts ORDER BY rowid"))
             return [tuple(r) for r in rows]
-    service.search(AGENT, SearchIn(query="Atlas", mode="keyword"))  # a search indexes what was written since
     with service.db.read() as conn:
         vectors = conn.execute(text("SELECT id, agent_id, CAST(fts_kw AS text) FROM narratives ORDER BY id"))
         terms = conn.execute(

@@ -383,7 +383,8 @@ class StoredChange:
     summary: str
 
 
-def _tracked(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def tracked(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A recorded row state without what a worker changes on its own (and the diff's extras)."""
     if state is None:
         return None
     return {k: v for k, v in state.items() if k not in UNTRACKED and not k.startswith("_")}
@@ -411,8 +412,8 @@ def undo_blockers(
     for change in changes:
         final[(change.target, change.row_key)] = change  # the last change of a row holds its state after the run
     for (target, row_key), change in final.items():
-        now = _tracked(snapshot(conn, target, change.key))
-        if now != _tracked(change.after):
+        now = tracked(snapshot(conn, target, change.key))
+        if now != tracked(change.after):
             what = "was deleted" if now is None else "was changed after the run"
             reasons.append(f"{target} {row_key} {what}")
         if target == "narratives" and change.action == "insert":

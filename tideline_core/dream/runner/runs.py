@@ -1,12 +1,10 @@
-"""Running a dream stage on the record: the `dream_runs` table, its row-level diffs (`dream_changes`), review and undo.
+"""The dream's record: the `dream_runs` table, its row-level diffs (`dream_changes`), reading them and undo.
 
 A run is keyed (agent, UTC day, stage, run key): the nightly chain's run of a stage uses the key
 "nightly", so a stage the chain already finished that day is not run again (a redelivered task, a
 second fan-out); a manual run is keyed by its task id, so a redelivered manual task finds its own
-row and every manual run keeps its own diff. What a stage changes in memory (its `Plan`) is applied
-in the same transaction that marks the run done, so "done" means applied, exactly once, and a
-worker killed mid-stage leaves nothing behind for the re-run to trip over.
-"""
+row and every manual run keeps its own diff. Running a stage on this record is `running`;
+proposals kept for review are `review`."""
 
 from __future__ import annotations
 
@@ -18,24 +16,23 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from tideline_core.dream.contract import Stage, StageContext, StageOutput
+from tideline_core.dream.contract import StageOutput
 from tideline_core.dream.runner.changes import (
     REBUILD,
     RowChange,
     StoredChange,
-    apply_plan,
     key_of,
     rebuilt,
     undo_blockers,
     undo_changes,
 )
-from tideline_core.errors import BudgetExhausted, Conflict, NotFound
-from tideline_core.llm.budget import TokenBudget
+from tideline_core.errors import Conflict, NotFound
 from tideline_core.store.lookup import as_record
 from tideline_core.store.schema import DreamChange, DreamRun, Narrative
 from tideline_core.text.dates import utcnow
 
 RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
+PROPOSED, REJECTED = "proposed", "rejected"  # a plan kept for review (`review`), and one a person discarded
 UNDONE = "undone"  # a done run whose changes were restored: what its record says, though the row keeps "done"
 NIGHTLY = "nightly"
 # The run key of a whole dream started by hand is this and the id of the task that started its chain.
@@ -60,22 +57,12 @@ class DreamRunRecord:
     tokens_in: int = 0
     tokens_out: int = 0
     undone_at: datetime | None = None
+    proposal: list[dict[str, Any]] | None = None  # a proposed (or rejected) run's plan, as `plan_json` keeps it
 
     @property
     def trigger(self) -> str:
         """What started the run: manual or nightly."""
         return str(self.inputs.get("trigger", ""))
-
-
-@dataclass(frozen=True)
-class StageRun:
-    """What running a stage gave: its output, the changes applied (or that a dry run would apply)."""
-
-    output: StageOutput
-    changes: tuple[RowChange, ...] = ()
-    run_id: int | None = None
-    already_done: bool = False  # this run key had finished before: nothing ran again
-    dry_run: bool = False
 
 
 def day_of(when: datetime | None = None) -> str:
@@ -93,16 +80,16 @@ def _upsert(conn: Connection, agent_id: str, day: str, stage: str, run_key: str,
     conn.execute(statement.on_conflict_do_update(index_elements=["agent_id", "day", "stage", "run_key"], set_=values))
 
 
-def _run_row(conn: Connection, agent_id: str, day: str, stage: str, run_key: str) -> DreamRunRecord | None:
+def run_row(conn: Connection, agent_id: str, day: str, stage: str, run_key: str) -> DreamRunRecord | None:
     row = conn.execute(
         select(DreamRun.__table__).where(
             DreamRun.agent_id == agent_id, DreamRun.day == day, DreamRun.stage == stage, DreamRun.run_key == run_key
         )
     ).one_or_none()
-    return None if row is None else _record(row)
+    return None if row is None else to_record(row)
 
 
-def _record(row: Any) -> DreamRunRecord:
+def to_record(row: Any) -> DreamRunRecord:
     # Every reader (status, the log, the MCP tools) shows an undone run as undone, not as the "done" it was.
     status = UNDONE if row.undone_at is not None else row.status
     return as_record(DreamRunRecord, row, status=status, inputs=dict(row.inputs or {}), outputs=dict(row.outputs or {}))
@@ -128,6 +115,7 @@ def start_run(
             "started_at": utcnow(),
             "finished_at": None,
             "undone_at": None,
+            "proposal": None,
         },
     )
 
@@ -157,6 +145,72 @@ def fail_run(
     )
 
 
+def finish_run(
+    conn: Connection,
+    agent_id: str,
+    day: str,
+    stage: str,
+    run_key: str,
+    output: StageOutput,
+    changes: list[RowChange],
+    tokens: tuple[int, int],
+    *,
+    proposal: list[dict[str, Any]] | None = None,
+) -> int:
+    """Record the run finished (done, skipped, or proposed when given a `proposal`) with its changes; its id."""
+    status = PROPOSED if proposal is not None else SKIPPED if output.skipped else DONE
+    outputs = {**output.figures, "changes": len(changes)}
+    if proposal is not None:
+        outputs["proposed"] = True
+    if any(change.action == REBUILD for change in changes):
+        outputs["undoable"] = False
+    if output.skipped:
+        outputs["skipped"] = output.skipped
+    if tokens != (0, 0):
+        outputs["tokens"] = {"prompt": tokens[0], "completion": tokens[1]}
+    _upsert(
+        conn,
+        agent_id,
+        day,
+        stage,
+        run_key,
+        {
+            "status": status,
+            "outputs": outputs,
+            "finished_at": utcnow(),
+            "tokens_in": tokens[0],
+            "tokens_out": tokens[1],
+            "proposal": proposal,
+        },
+    )
+    run = run_row(conn, agent_id, day, stage, run_key)
+    assert run is not None
+    record_changes(conn, run.id, agent_id, changes)
+    return run.id
+
+
+def record_changes(conn: Connection, run_id: int, agent_id: str, changes: list[RowChange]) -> None:
+    """The run's diff: each change in the order made."""
+    if changes:
+        conn.execute(
+            insert(DreamChange),
+            [
+                {
+                    "run_id": run_id,
+                    "agent_id": agent_id,
+                    "seq": seq,
+                    "action": change.action,
+                    "target": change.target,
+                    "row_key": change.row_key,
+                    "before": None if change.before is None else dict(change.before),
+                    "after": change.as_dict()["after"],
+                    "summary": change.summary,
+                }
+                for seq, change in enumerate(changes)
+            ],
+        )
+
+
 def expire_running(conn: Connection, started_before: datetime) -> int:
     """Mark stages still 'running' that started before `started_before` as failed: their worker is gone.
 
@@ -177,7 +231,7 @@ def recent_runs(conn: Connection, agent_id: str, limit: int = 10, *, stage: str 
     if stage is not None:
         query = query.where(DreamRun.stage == stage)
     rows = conn.execute(query.order_by(DreamRun.started_at.desc(), DreamRun.id.desc()).limit(limit)).all()
-    return [_record(r) for r in rows]
+    return [to_record(r) for r in rows]
 
 
 def last_chain(conn: Connection, agent_id: str) -> list[DreamRunRecord]:
@@ -196,7 +250,7 @@ def last_chain(conn: Connection, agent_id: str) -> list[DreamRunRecord]:
         .where(DreamRun.agent_id == agent_id, DreamRun.day == latest.day, DreamRun.run_key == latest.run_key)
         .order_by(DreamRun.started_at, DreamRun.id)
     ).all()
-    return [_record(r) for r in rows]
+    return [to_record(r) for r in rows]
 
 
 def last_done(conn: Connection, agent_id: str, stage: str) -> DreamRunRecord | None:
@@ -212,7 +266,7 @@ def last_done(conn: Connection, agent_id: str, stage: str) -> DreamRunRecord | N
         .order_by(DreamRun.finished_at.desc(), DreamRun.id.desc())
         .limit(1)
     ).first()
-    return None if row is None else _record(row)
+    return None if row is None else to_record(row)
 
 
 def tokens_spent(conn: Connection, agent_id: str, day: str) -> int:
@@ -230,131 +284,6 @@ def agents_with_narratives(conn: Connection) -> list[str]:
     return sorted(conn.execute(select(Narrative.agent_id).distinct()).scalars())
 
 
-def run_stage(
-    ctx: StageContext,
-    stage: Stage,
-    agent_id: str,
-    day: str,
-    inputs: dict[str, Any],
-    *,
-    run_key: str = NIGHTLY,
-    dry_run: bool = False,
-) -> StageRun:
-    """Run the stage on the record: running, then done with its figures and applied changes, or failed
-    with the error (re-raised; nothing of its plan applied). A run key already done is not run again.
-
-    A dry run records nothing: the plan is applied inside a transaction that is rolled back, so the
-    changes it returns are exactly those a real run would make now.
-    """
-    if dry_run:
-        return _dry_run(ctx, stage, agent_id, day)
-    with ctx.db.write() as conn:
-        earlier = _run_row(conn, agent_id, day, stage.name, run_key)
-        if earlier is not None and earlier.status in (DONE, UNDONE, SKIPPED):
-            return StageRun(StageOutput(earlier.outputs), run_id=earlier.id, already_done=True)
-        start_run(conn, agent_id, day, stage.name, inputs, run_key)
-        spent_today = tokens_spent(conn, agent_id, day)
-    run_ctx = per_run(ctx, day, spent_today)
-    try:
-        output = _run(stage, run_ctx, agent_id)
-        with ctx.db.write() as conn:
-            changes = apply_plan(conn, agent_id, output.plan)
-            run_id = _finish(conn, agent_id, day, stage.name, run_key, output, changes, _tokens(run_ctx))
-    except Exception as exc:
-        # Recorded, then re-raised: the task still fails (and retries when the error is transient).
-        with ctx.db.write() as conn:
-            fail_run(conn, agent_id, day, stage.name, f"{type(exc).__name__}: {exc}", run_key, _tokens(run_ctx))
-        raise
-    return StageRun(output, tuple(changes), run_id)
-
-
-def _finish(
-    conn: Connection,
-    agent_id: str,
-    day: str,
-    stage: str,
-    run_key: str,
-    output: StageOutput,
-    changes: list[RowChange],
-    tokens: tuple[int, int],
-) -> int:
-    status = SKIPPED if output.skipped else DONE
-    outputs = {**output.figures, "changes": len(changes)}
-    if any(change.action == REBUILD for change in changes):
-        outputs["undoable"] = False
-    if output.skipped:
-        outputs["skipped"] = output.skipped
-    if tokens != (0, 0):
-        outputs["tokens"] = {"prompt": tokens[0], "completion": tokens[1]}
-    _upsert(
-        conn,
-        agent_id,
-        day,
-        stage,
-        run_key,
-        {
-            "status": status,
-            "outputs": outputs,
-            "finished_at": utcnow(),
-            "tokens_in": tokens[0],
-            "tokens_out": tokens[1],
-        },
-    )
-    run = _run_row(conn, agent_id, day, stage, run_key)
-    assert run is not None
-    if changes:
-        conn.execute(
-            insert(DreamChange),
-            [
-                {
-                    "run_id": run.id,
-                    "agent_id": agent_id,
-                    "seq": seq,
-                    "action": change.action,
-                    "target": change.target,
-                    "row_key": change.row_key,
-                    "before": None if change.before is None else dict(change.before),
-                    "after": change.as_dict()["after"],
-                    "summary": change.summary,
-                }
-                for seq, change in enumerate(changes)
-            ],
-        )
-    return run.id
-
-
-def _run(stage: Stage, ctx: StageContext, agent_id: str) -> StageOutput:
-    try:
-        return stage.run(ctx, agent_id)
-    except BudgetExhausted as exc:
-        # Not a failure of the stage: the agent spent what it may today. Recorded as skipped, saying so,
-        # and the chain goes on (later LLM stages skip the same way; deterministic ones still run).
-        return StageOutput({}, skipped=str(exc))
-
-
-def per_run(ctx: StageContext, day: str, spent_today: int) -> StageContext:
-    """The context of one run: its day, and the LLM with a fresh token budget for it (what is left of today's)."""
-    if ctx.llm is None:
-        return dataclasses.replace(ctx, day=day, ask=None)
-    from tideline_core.dream.asking import StageLLM  # the answer schemas: loaded by a process that runs a stage
-
-    budget = TokenBudget(run_limit=ctx.llm_run_tokens, day_limit=ctx.llm_day_tokens, day_spent_before=spent_today)
-    return dataclasses.replace(ctx, day=day, ask=StageLLM(ctx.llm, budget))
-
-
-def _tokens(ctx: StageContext) -> tuple[int, int]:
-    return (0, 0) if ctx.ask is None else ctx.ask.tokens()
-
-
-def _dry_run(ctx: StageContext, stage: Stage, agent_id: str, day: str) -> StageRun:
-    with ctx.db.read() as conn:
-        spent_today = tokens_spent(conn, agent_id, day)
-    output = _run(stage, dataclasses.replace(per_run(ctx, day, spent_today), dry_run=True), agent_id)
-    with ctx.db.trial() as conn:
-        changes = apply_plan(conn, agent_id, output.plan)
-    return StageRun(output, tuple(changes), dry_run=True)
-
-
 # ---- review and undo -------------------------------------------------------------------------------
 
 
@@ -364,7 +293,7 @@ def run_by_id(conn: Connection, agent_id: str, run_id: int) -> DreamRunRecord:
     ).one_or_none()
     if row is None:
         raise NotFound(f"dream run {run_id} does not exist for agent {agent_id}")
-    return _record(row)
+    return to_record(row)
 
 
 def _stored(row: Any) -> StoredChange:
@@ -414,6 +343,7 @@ def undo_run(conn: Connection, agent_id: str, run_id: int) -> tuple[DreamRunReco
         .join(DreamRun, DreamRun.id == DreamChange.run_id)
         .where(DreamChange.agent_id == agent_id, DreamChange.id > changes[-1].id)
         .where(DreamChange.run_id != run_id, DreamRun.undone_at.is_(None), DreamChange.action != REBUILD)
+        .where(DreamRun.status == DONE)  # a proposal's changes are only shown: they block nothing
     ).all()
     blockers = undo_blockers(conn, agent_id, changes, [_stored(r) for r in later_rows])
     if blockers:
