@@ -310,7 +310,8 @@ class DreamRun(Result):
     stage: str
     day: str
     status: str = Field(
-        description="running, done, undone (its changes restored), skipped (why in outputs.skipped) or failed"
+        description="running, done, undone (changes restored), skipped (outputs.skipped says why), failed, proposed "
+        "(waiting for review) or rejected"
     )
     trigger: str = Field(description="manual or nightly")
     run_key: str = Field(description="nightly (the chain's run of the day), or the task id of a manual run")
@@ -333,6 +334,7 @@ class Status(Result):
     embedder: str = Field(description="the embedding model that serves semantic search")
     last_task_errors: list[TaskEvent] = Field(description="the latest task failures and retries, newest first")
     dream_runs: list[DreamRun] = Field(default_factory=list, description="the latest dream-queue stage runs")
+    proposals_waiting: int = Field(default=0, description="dream proposals waiting for review (memory_dream_review)")
     soul_path: str | None = Field(default=None, description="where your SOUL file is read from (identity, T0)")
     soul_found: bool = Field(
         default=False,

@@ -29,6 +29,18 @@ class DreamLog(Result):
     )
 
 
+class Proposal(Result):
+    run: DreamRun
+    changes: list[DreamChange] = Field(description="what approving it applies, in order (as it stood when proposed)")
+
+
+class DreamReview(Result):
+    agent: str
+    proposals: list[Proposal] = Field(
+        description="the proposals waiting, oldest first (after approve or reject: that one)"
+    )
+
+
 # The keys of a stage task's result that are not the stage's own figures.
 _NOT_FIGURES = frozenset(
     {"agent_id", "stage", "day", "run_id", "dry_run", "changes", "changes_total", "already_done", "skipped", "markdown"}

@@ -73,6 +73,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  workers: " + (", ".join(f"{w} [{', '.join(q)}]" for w, q in workers.items()) or "none running"))
     if beat is not None:
         print("  beat: " + _beat_line(beat))
+    if report.proposals_waiting:
+        print(f"  dream proposals waiting for review: {report.proposals_waiting} (tideline dream review)")
     if report.notice:
         print(f"  note: {report.notice}")
     if others:
@@ -105,6 +107,7 @@ def _status_json(settings: Settings, agent: str, report: StatusReport, beat: Bea
         "embeddings_pending": report.embeddings_pending,
         "oldest_pending_at": report.oldest_pending_at,
         "ingest_lag_seconds": report.ingest_lag_seconds,
+        "proposals_waiting": report.proposals_waiting,
         "queues": report.queue_depths,
         "workers": report.workers,
         "beat": None

@@ -24,6 +24,7 @@ dream_runs what it did and the exact rows it changed, so a run can be reviewed a
   tideline dream log [--stage S] [--limit N]              the latest runs
   tideline dream show RUN                                 one run and every change it applied
   tideline dream undo RUN                                 restore what the run changed
+  tideline dream review [--approve RUN | --reject RUN]    the proposals waiting for review; approve or reject one
 
 --dry-run computes what each stage would change and writes nothing (it waits for the answer). Without
 --stage it dry-runs every nightly stage in turn, each against the memory as it is now (so a later
@@ -32,7 +33,12 @@ when none is configured (TIDELINE_LLM_URL, TIDELINE_LLM_MODEL); solidify then wo
 
 recluster and graph replace derived tables whole (clusters, the entity graph): `show` lists each
 rebuild with its counts before and after, and `undo` refuses such a run, saying why (run the stage
-again instead), as it refuses a run that changed nothing; a refused undo changes nothing."""
+again instead), as it refuses a run that changed nothing; a refused undo changes nothing.
+
+With TIDELINE_DREAM_REVIEW=llm (plans an LLM answer shaped) or all (every plan that changes memory), a
+stage keeps its plan as a proposal instead of applying it: `review` lists each with the changes it
+would make; --approve applies it as the run would have (recorded, undoable; refused, naming the rows,
+when one changed since), --reject discards it (its intents are never proposed again)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -48,7 +54,7 @@ def add_parser(sub: Any) -> None:
     dream.add_argument("--dry-run", action="store_true", help="compute the changes, write nothing (waits)")
     dream.add_argument("--wait", action="store_true", help="follow it to its end and print what it did")
     dream.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up waiting after this (exit 3)")
-    actions = dream.add_subparsers(dest="dream_action", metavar="{log,show,undo}")
+    actions = dream.add_subparsers(dest="dream_action", metavar="{log,show,undo,review}")
     log = actions.add_parser("log", help="the latest dream runs, newest first")
     _common(log)
     log.add_argument("--stage", dest="log_stage", choices=[s.name for s in STAGES], help="only this stage's runs")
@@ -61,6 +67,13 @@ def add_parser(sub: Any) -> None:
     )
     _common(undo)
     undo.add_argument("run", type=int, help="the run id (from `tideline dream log`)")
+    review = actions.add_parser(
+        "review", help="the proposals waiting for review (TIDELINE_DREAM_REVIEW); approve or reject one"
+    )
+    _common(review)
+    decision = review.add_mutually_exclusive_group()
+    decision.add_argument("--approve", type=int, metavar="RUN", help="apply this proposal as its run would have")
+    decision.add_argument("--reject", type=int, metavar="RUN", help="discard this proposal; it is never proposed again")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +105,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             shown = {**_run_dict(view.run), "changes": [change_dict(c) for c in view.changes]}
             _print(as_json, shown, _show_lines)
             return 0
+        if action == "review":
+            return _review(service, agent, args, as_json)
         if action == "undo":
             report = service.dream_undo(agent, args.run)
             _print(
@@ -101,6 +116,38 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             )
             return 0
         return _start(settings, service, agent, args, as_json)
+
+
+def _review(service: Any, agent: str, args: argparse.Namespace, as_json: bool) -> int:
+    from tideline_core.service import change_dict
+
+    if args.approve is not None:
+        view = service.dream_approve(agent, args.approve)
+        shown = {**_run_dict(view.run), "changes": [change_dict(c) for c in view.changes]}
+        _print(
+            as_json,
+            shown,
+            lambda d: [f"approved dream run {d['run_id']} ({d['stage']}):", *_change_lines(d["changes"])],
+        )
+        return 0
+    if args.reject is not None:
+        run = service.dream_reject(agent, args.reject)
+        _print(as_json, _run_dict(run), lambda d: [f"rejected dream run {d['run_id']} ({d['stage']}): nothing applied"])
+        return 0
+    waiting = [
+        {**_run_dict(v.run), "changes": [change_dict(c) for c in v.changes]} for v in service.dream_review(agent)
+    ]
+    _print(as_json, waiting, _review_lines)
+    return 0
+
+
+def _review_lines(proposals: list[dict[str, Any]]) -> list[str]:
+    if not proposals:
+        return ["no dream proposals wait for review"]
+    lines = []
+    for p in proposals:
+        lines += _show_lines(p)
+    return [*lines, "approve one with `tideline dream review --approve RUN`, or reject it with --reject RUN"]
 
 
 def _start(settings: Settings, service: Any, agent: str, args: argparse.Namespace, as_json: bool) -> int:

@@ -36,8 +36,9 @@ T = TypeVar("T")
 
 # Every write appends or upserts (history is kept), so none is destructive; none is idempotent either:
 # repeating a write adds a second row or a new version, unless the caller gives an idempotency key.
-# Nothing reaches beyond this server's own store.
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# Nothing reaches beyond this server's own store. Only the hints that differ from the spec's defaults
+# are given (not read-only and not idempotent are its defaults): every tools/list carries them.
+WRITE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 # destructiveHint and idempotentHint mean something only where readOnlyHint is false (the spec's words).
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 

@@ -24,8 +24,8 @@ from tideline_core.domain.inputs import InjectIn, PrefetchIn, parse
 
 @operation(InjectIn)
 async def memory_inject(app: AppContext, agent: str, request: InjectIn) -> Injection:
-    """Get the session-start block (who you are and what matters now), once when a conversation starts; it stays
-    byte-identical while nothing in it changes. Returns the text, version and items.
+    """Get the session-start block (who you are and what matters now) once, when a conversation starts: it is
+    byte-identical until something in it changes. Returns the text, version and items.
     """
     block = await offload(app.service.session_start, agent, request)
     return Injection.of(block)
@@ -33,8 +33,8 @@ async def memory_inject(app: AppContext, agent: str, request: InjectIn) -> Injec
 
 @operation(PrefetchIn, fields=("query", "conversation", "session_id", "budget"), names=RECENT_TURNS)
 async def memory_prefetch(app: AppContext, agent: str, request: PrefetchIn) -> Injection:
-    """Get this turn's memories, on every user turn: pass the user's words as `query` and/or `recent_turns`, and append
-    the text after the session-start block; nothing this session was shown repeats. Returns the text and items.
+    """Get this turn's memories on every user turn: pass the user's words (query, recent_turns) and append the text
+    after the session-start block; nothing shown this session repeats. Returns the text and items.
     """
     block = await offload(app.service.prefetch, agent, request)
     return Injection.of(block)

@@ -13,7 +13,7 @@ from tideline_core.domain.inputs import AmendmentIn, NarrativeIn, RecallQuery, S
 @operation(NarrativeIn, keyed=True)
 async def memory_write(app: AppContext, agent: str, data: NarrativeIn, key: str | None) -> NarrativeWritten:
     """Remember something worth keeping beyond this session, as one memory in your own words (scores 1–5, 3
-    when unsure). Returns its id, weight and recurrence; it is keyword-searchable at once, by meaning once embedded.
+    when unsure). Returns its id, weight and recurrence; keyword-searchable at once, by meaning once embedded.
     """
     written = await offload(app.service.write_narrative, agent, data, key=key)
     return NarrativeWritten(id=written.id, weight=written.weight, recurrence=written.recurrence, queued=written.queued)
@@ -30,9 +30,8 @@ async def memory_recall(app: AppContext, agent: str, query: RecallQuery) -> Reca
 
 @operation(SearchIn, names=RECENT_TURNS)
 async def memory_search(app: AppContext, agent: str, params: SearchIn) -> SearchResult:
-    """Search your memories and past conversation by words and meaning (Chinese or English) before answering about
-    the past; mid-conversation, add recent_turns. Returns hits best first with the signals that matched;
-    `degraded` when keyword-only.
+    """Search your memories and past conversation by words and meaning, in Chinese or English, before answering
+    about the past (mid-conversation, add recent_turns). Returns hits best first with the signals that matched.
     """
     outcome = await offload(app.service.search, agent, params)
     return SearchResult.of(outcome)

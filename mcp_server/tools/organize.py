@@ -13,7 +13,7 @@ from tideline_core.domain.inputs import GraphQuery, HeatmapQuery, SoftClustersQu
 @operation(GraphQuery)
 async def memory_graph(app: AppContext, agent: str, query: GraphQuery) -> GraphResult:
     """See who appears in your memories, in which roles and with whom: the most mentioned, one `entity`, or how
-    `entity` and `other` relate (rebuilt nightly). Returns `nodes` and `edges`.
+    `entity` and `other` relate (rebuilt nightly). Returns nodes and edges.
     """
     view = await offload(app.service.graph, agent, query)
     return GraphResult.of(view)
@@ -22,7 +22,7 @@ async def memory_graph(app: AppContext, agent: str, query: GraphQuery) -> GraphR
 @operation(HeatmapQuery)
 async def memory_attention_heatmap(app: AppContext, agent: str, query: HeatmapQuery) -> HeatmapResult:
     """See what your retrievals landed on over the last `days`, by cluster, to notice fixation or neglect. Returns hits
-    per cluster, the `deserts` never lit, and `markdown`.
+    per cluster, the deserts never lit, and markdown.
     """
     heat = await offload(app.service.heatmap, agent, query.days)
     return HeatmapResult.of_heatmap(query.days, heat)
@@ -31,7 +31,7 @@ async def memory_attention_heatmap(app: AppContext, agent: str, query: HeatmapQu
 @operation(SoftClustersQuery)
 async def memory_soft_clusters(app: AppContext, agent: str, params: SoftClustersQuery) -> SoftClustersResult:
     """Browse memories grouped by meaning: every cluster, one `label`'s members, or where a `query` lands (rebuilt
-    nightly). Returns `clusters`, `members` or `route`.
+    nightly). Returns clusters, members or route.
     """
     view = await offload(app.service.soft_clusters, agent, params)
     return SoftClustersResult.of(view)
@@ -40,7 +40,7 @@ async def memory_soft_clusters(app: AppContext, agent: str, params: SoftClusters
 @operation(TopicsQuery)
 async def memory_topics(app: AppContext, agent: str, query: TopicsQuery) -> TopicsResult:
     """List the recurring topics of your memories, largest first, with example memories (rebuilt nightly). Returns
-    `topics`.
+    topics.
     """
     view = await offload(app.service.topics, agent, query)
     return TopicsResult.of(view)

@@ -12,7 +12,7 @@ from mcp_server.tools._edge import READ, offload, operation
 @operation(None)
 async def memory_status(app: AppContext, agent: str) -> Status:
     """Check your memory's health when search seems to miss recent things. Returns counts, pending embeddings, queues
-    and workers (null when the broker is down), recent errors and dream runs.
+    and workers (null when the broker is down), recent errors, dream runs and proposals waiting.
     """
     report = await offload(app.service.status, agent)
     return Status.of(report)

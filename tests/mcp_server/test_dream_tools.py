@@ -12,6 +12,7 @@ from seeds import seed
 
 from mcp_server.app import create_server
 from tideline_core.compose import compose
+from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.errors import Conflict
 from tideline_core.settings import Settings
 from tideline_core.store.database import Database
@@ -83,3 +84,35 @@ async def test_memory_status_and_the_log_show_an_undone_run_as_undone(
     for runs in (status["dream_runs"], log["runs"]):
         states = {r["stage"]: r["status"] for r in runs}
         assert states == {"solidify": "undone", "recluster": "done"}
+
+
+async def test_an_agent_reviews_its_dreams_proposals_with_its_human_through_the_tool(
+    local_settings: Settings, dispatcher: RecordingJobQueue
+) -> None:
+    settings = local_settings.model_copy(update={"dream_review": "all"})
+    service = compose(settings, jobs=dispatcher)
+    try:
+        record_day(service, "alice")
+        first = service.run_stage("solidify", "alice", trigger="manual", task_id="t-1")
+        for i in range(3):
+            service.write_narrative("alice", NarrativeIn(gesture=f"swam {i} lengths", tags=["swim"]))
+        second = service.run_stage("refresh", "alice", trigger="manual", task_id="t-2")
+    finally:
+        service.close()
+    async with Client(create_server(settings, jobs=dispatcher), raise_exceptions=True) as client:
+        listed = await call(client, "memory_dream_review")
+        status = await call(client, "memory_status")
+        approved = await call(client, "memory_dream_review", action="approve", run_id=first["run_id"])
+        again = await refused(client, "memory_dream_review", action="approve", run_id=first["run_id"])
+        nameless = await refused(client, "memory_dream_review", action="reject")
+        rejected = await call(client, "memory_dream_review", action="reject", run_id=second["run_id"])
+        left = await call(client, "memory_dream_review")
+        recalled = await call(client, "memory_recall", limit=50)
+    assert [p["run"]["id"] for p in listed["proposals"]] == [first["run_id"], second["run_id"]]
+    assert all(p["run"]["status"] == "proposed" and p["changes"] for p in listed["proposals"])
+    assert status["proposals_waiting"] == 2
+    assert approved["proposals"][0]["run"]["status"] == "done" and approved["proposals"][0]["changes"]
+    assert "was approved" in again
+    assert "invalid input: run_id" in nameless and "required to approve or reject" in nameless
+    assert rejected["proposals"][0]["run"]["status"] == "rejected" and left["proposals"] == []
+    assert any("Atlas" in m["gesture"] for m in recalled["narratives"]), "what the approved proposal wrote is kept"

@@ -55,7 +55,7 @@ async def test_an_agent_runtime_lists_tools_writes_and_searches_over_stdio(setti
         )
         found = await call(client, "memory_search", query="牙医")
         status = await call(client, "memory_status")
-    assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 24
+    assert {"memory_write", "memory_search", "context_record", "memory_status"} <= tools and len(tools) == 25
     assert written["queued"] is True and written["embedding"] == "pending"
     assert {(hit["kind"], hit["id"]) for hit in found["hits"]} == {
         ("narrative", written["id"]),
@@ -127,7 +127,7 @@ async def test_a_server_answers_before_its_model_is_built_and_search_says_so_unt
             await anyio.sleep(0.5)
             later = await call(client, "memory_search", query="birds by the water", mode="dense")
         status = await call(client, "memory_status")
-    assert len(tools) == 24 and built_when_listed == []
+    assert len(tools) == 25 and built_when_listed == []
     assert early["degraded"] is not None and "still loading" in early["degraded"] and early["mode"] == "keyword"
     assert later["mode"] == "dense" and later["hits"] == [] and later["unembedded"] == 1
     no_worker = "1 row still without an embedding and no ingest worker is running"

@@ -37,6 +37,7 @@ TOOLS = {
     "memory_topics",
     "memory_trigger",
     "memory_dream_log",
+    "memory_dream_review",
     "memory_inject",
     "memory_prefetch",
 }
@@ -50,8 +51,10 @@ async def test_the_server_lists_every_tool_with_annotations_a_description_and_an
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.open_world_hint is False
-        writes = tool.name.startswith(("memory_write", "memory_amend", "context_record", "memory_trigger"))
-        assert tool.annotations.read_only_hint is not writes
+        writes = tool.name.startswith(
+            ("memory_write", "memory_amend", "context_record", "memory_trigger", "memory_dream_review")
+        )
+        assert (tool.annotations.read_only_hint is True) is not writes  # not given: the spec's default, false
         if writes:  # the spec's destructive hint means something only for a tool that writes
             assert tool.annotations.destructive_hint is False
         assert tool.output_schema is not None and tool.description and "Returns" in tool.description

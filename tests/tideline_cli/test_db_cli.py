@@ -13,11 +13,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 from sqlalchemy import create_engine, text
 
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn, SearchIn, parse
 from tideline_core.ingest import embed_pending
 from tideline_core.search import pg_source
+from tideline_core.store import pg_terms
 from tideline_core.store.database import Database
 from tideline_core.store.narratives import insert_narrative
 from tideline_core.store.turns import insert_turns
@@ -158,10 +160,13 @@ def test_a_copy_killed_midway_resumes_where_it_stopped(tmp_path: Path, pgvector_
     assert counts(pgvector_url) == counts(source)
 
 
-def test_upgrade_indexes_rows_written_before_it_for_keyword_search(tmp_path: Path, pgvector_url: str) -> None:
+def test_upgrade_indexes_rows_an_older_release_left_unindexed_for_keyword_search(
+    tmp_path: Path, pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = Database.open(pgvector_url)
     try:
-        with db.write() as conn:
+        with monkeypatch.context() as older, db.write() as conn:  # a release that left the index to a catch-up
+            older.setattr(pg_terms, "index_new", lambda *_: None)
             insert_turns(
                 conn, "alice", [parse(ContextTurnIn, {"role": "user", "content": f"第{i}杯咖啡"}) for i in range(30)]
             )

@@ -233,7 +233,7 @@ class WriteKey(_Input):
     """The optional idempotency key of a write: the same key again returns the first result and stores nothing."""
 
     idempotency_key: str | None = Field(
-        default=None, min_length=1, max_length=MAX_KEY, description="A retry with this key returns the first result."
+        default=None, min_length=1, max_length=MAX_KEY, description="A retry with it returns the first result."
     )
 
     @field_validator("idempotency_key", mode="after")
@@ -282,7 +282,7 @@ def _query_or_lines(value: str, info: ValidationInfo) -> str:
     return value
 
 
-RECENT_LINES = "This conversation's last lines, oldest first (query may then be empty)."
+RECENT_LINES = "This conversation's last lines, oldest first."
 
 
 class SearchIn(_Input):
@@ -309,7 +309,7 @@ MIN_BUDGET, MAX_BUDGET = 100, 32_000
 Budget = Annotated[StrictInt, Field(ge=MIN_BUDGET, le=MAX_BUDGET)]
 
 
-SESSION = "This conversation's id, so memory_prefetch never shows it the same item twice."
+SESSION = "This conversation's id: no item is shown to it twice."
 BUDGET = "Most tokens the block may take."
 
 
@@ -406,7 +406,7 @@ MAX_TRIGGER_WAIT = 300  # seconds a caller may wait for a stage's result
 
 
 class TriggerIn(_Input):
-    job: str = Field(min_length=1, max_length=32, description="dream (every nightly stage, in order) or one stage.")
+    job: str = Field(min_length=1, max_length=32, description="dream (every nightly stage) or one stage.")
     dry_run: StrictBool = Field(default=False, description="Return one stage's changes and write nothing.")
     # None: a dry run's default.
     wait: StrictInt | None = Field(
@@ -421,6 +421,20 @@ class DreamLogQuery(_Input):
     limit: StrictInt = Field(default=20, ge=1, le=200, description="How many runs, newest first.")
     stage: str | None = Field(default=None, min_length=1, max_length=32, description="Only runs of this stage.")
     run_id: RowId | None = Field(default=None, description="One run (its id from the list): every change it applied.")
+
+
+class DreamReviewIn(_Input):
+    action: Literal["list", "approve", "reject"] = Field(
+        default="list", description="List the proposals waiting, or approve or reject one."
+    )
+    run_id: RowId | None = Field(default=None, validate_default=True, description="The proposal to approve or reject.")
+
+    @field_validator("run_id", mode="after")
+    @classmethod
+    def _run_id_names_the_proposal(cls, run_id: int | None, info: ValidationInfo) -> int | None:
+        if run_id is None and info.data.get("action") in ("approve", "reject"):
+            raise ValueError("is required to approve or reject a proposal")
+        return run_id
 
 
 class SoftClustersQuery(_Input):

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tideline_core.domain.inputs import InjectIn, PrefetchIn, SearchIn
+from tideline_core.dream.runner import review
 from tideline_core.inject import render, sources, tiers
 from tideline_core.inject.budget import Candidate, Item, fit, spent
 from tideline_core.service.base import ServiceParts
+from tideline_core.text.cost import estimate_tokens
 from tideline_core.text.dates import utcnow
 
 SESSION_TITLE = "Tideline memory"
@@ -27,6 +29,14 @@ class Tier:
     subtitle: str = ""
 
 
+def proposals_line(waiting: int) -> str:
+    """The session-start block's last line while dream proposals wait, so none piles up unseen."""
+    if not waiting:
+        return ""
+    many = "proposals wait" if waiting > 1 else "proposal waits"
+    return f"{waiting} dream {many} for review with your human (memory_dream_review)."
+
+
 class InjectOps(ServiceParts):
     def session_start(self, agent_id: str, request: InjectIn, *, now: datetime | None = None) -> render.Block:
         """Who the agent is and what matters now, within the budget; the same bytes until what it shows changes."""
@@ -36,6 +46,7 @@ class InjectOps(ServiceParts):
         since = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=rules.t2_days)
         with self.db.snapshot() as conn:
             src = sources.session_sources(conn, agent_id, since, rules)
+            waiting = review.count_waiting(conn, agent_id)
         path, soul = self.soul(agent_id)
         session, bridge = tiers.bridge(src.day_turns, src.linked_weight, rules, src.corrections)
         bridge_day = f", {tiers.day(max(t.created_at for t in src.day_turns))}" if src.day_turns else ""
@@ -52,6 +63,7 @@ class InjectOps(ServiceParts):
             budget,
             scale,
             notes=[] if soul else [f"no SOUL file at {path}: identity comes from self-concept alone"] if path else [],
+            footer=proposals_line(waiting),
         )
         self._remember(agent_id, request.session_id, block.items, now)
         return block
@@ -92,9 +104,9 @@ class InjectOps(ServiceParts):
         return block
 
     def _assemble(
-        self, title: str, plan: Sequence[Tier], budget: int, scale: float, *, notes: Sequence[str]
+        self, title: str, plan: Sequence[Tier], budget: int, scale: float, *, notes: Sequence[str], footer: str = ""
     ) -> render.Block:
-        left = budget - render.title_tokens(title)
+        left = budget - render.title_tokens(title) - (estimate_tokens(footer) if footer else 0)
         sections: list[str] = []
         items: list[Item] = []
         for tier in plan:
@@ -103,7 +115,7 @@ class InjectOps(ServiceParts):
             left -= spent(heading, chosen)
             sections.append(render.section(tier.name, chosen, tier.subtitle))
             items.extend(chosen)
-        return render.block(title, sections, items, budget, notes)
+        return render.block(title, [*sections, footer], items, budget, notes)
 
     def recent_sessions(self, agent_id: str, prefix: str = "", *, limit: int = 20) -> list[str]:
         """The agent's session ids starting with `prefix`, the latest used first (turns recorded, blocks shown)."""

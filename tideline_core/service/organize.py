@@ -8,6 +8,7 @@ from tideline_core.attention import Heatmap, heatmap, hits_since
 from tideline_core.domain.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
 from tideline_core.dream.graph import store as entities
 from tideline_core.dream.recluster import store as clusters
+from tideline_core.dream.runner import review
 from tideline_core.dream.runner.runs import last_chain, last_done, recent_runs
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.service.base import ServiceParts
@@ -125,6 +126,7 @@ class OrganizeOps(ServiceParts):
             task_events = events.recent_task_events(conn, limit=LAST_TASK_EVENTS, agent_id=agent_id)
             runs = recent_runs(conn, agent_id, LAST_DREAM_RUNS)
             chain = last_chain(conn, agent_id)
+            proposals = review.count_waiting(conn, agent_id)
         depths = self.jobs.queue_depths()
         # Only asked when the queue answered: asking a dead broker would just wait out its timeout.
         workers = self.jobs.workers() if depths is not None else None
@@ -144,4 +146,5 @@ class OrganizeOps(ServiceParts):
             oldest_pending_at=oldest,
             ingest_lag_seconds=None if oldest is None else max(0.0, (utcnow() - oldest).total_seconds()),
             last_dream=tuple(chain),
+            proposals_waiting=proposals,
         )

@@ -95,6 +95,7 @@ class StatusReport:
     oldest_pending_at: datetime | None = None  # when the oldest row still waiting for its embedding was written
     ingest_lag_seconds: float | None = None  # how long it has waited (None: nothing waits)
     last_dream: tuple[DreamRunRecord, ...] = ()  # the stages of the latest whole dream, in the order they ran
+    proposals_waiting: int = 0  # dream proposals kept for review, not yet approved or rejected
 
     @property
     def embeddings_pending(self) -> int:
