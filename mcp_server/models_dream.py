@@ -43,7 +43,19 @@ class DreamReview(Result):
 
 # The keys of a stage task's result that are not the stage's own figures.
 _NOT_FIGURES = frozenset(
-    {"agent_id", "stage", "day", "run_id", "dry_run", "changes", "changes_total", "already_done", "skipped", "markdown"}
+    {
+        "agent_id",
+        "stage",
+        "day",
+        "run_id",
+        "dry_run",
+        "changes",
+        "changes_total",
+        "already_done",
+        "proposed",
+        "skipped",
+        "markdown",
+    }
 )
 
 
@@ -56,6 +68,7 @@ class StageResult(Result):
     figures: dict[str, Any] = Field(description="the stage's counts")
     skipped: str | None = Field(default=None, description="why the stage did nothing")
     already_done: bool = Field(default=False, description="this run had finished before: nothing ran again")
+    proposed: bool = Field(default=False, description="kept for review (memory_dream_review): nothing applied yet")
     report: str | None = Field(default=None, description="the stage's report (Markdown), if it has one")
 
     @classmethod
@@ -70,6 +83,7 @@ class StageResult(Result):
             figures={k: v for k, v in value.items() if k not in _NOT_FIGURES},
             skipped=value.get("skipped"),
             already_done=bool(value.get("already_done")),
+            proposed=bool(value.get("proposed")),
             report=value.get("markdown"),
         )
 

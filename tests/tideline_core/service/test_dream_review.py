@@ -79,6 +79,7 @@ def test_a_rejected_reweighing_is_not_proposed_again_the_next_night(reviewed: Se
     kept = weights(reviewed)
     second = run(reviewed, "refresh", task="t-2")
     assert not second.get("proposed") and second["changes_total"] == 0 and weights(reviewed) == kept
+    assert second["rejected_before"] == first["changes_total"], "what it left out, and why, is said"
 
 
 def test_a_stage_whose_proposal_waits_is_skipped_saying_so(reviewed: Service) -> None:

@@ -83,7 +83,10 @@ def run_stage(
         tokens = _tokens(run_ctx)
         if review.to_review(ctx.review, output.plan, asked_llm=tokens != (0, 0)):
             with ctx.db.read() as conn:
-                output = dataclasses.replace(output, plan=review.rejected(conn, agent_id, stage.name, output.plan))
+                kept = review.rejected(conn, agent_id, stage.name, output.plan)
+            if len(kept) < len(output.plan):  # said, so a figure of what the stage found is not read as applied
+                figures = {**output.figures, "rejected_before": len(output.plan) - len(kept)}
+                output = dataclasses.replace(output, plan=kept, figures=figures)
             if review.judged(output.plan):
                 return _propose(ctx, stage, agent_id, day, run_key, output, tokens)
         with ctx.db.write() as conn:
