@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,26 @@ def test_the_session_start_block_says_how_many_proposals_wait_until_none_does(re
     reviewed.dream_reject(AGENT, proposed["run_id"])
     assert "dream proposal" not in reviewed.session_start(AGENT, InjectIn()).text
     assert reviewed.status(AGENT).proposals_waiting == 0
+
+
+def test_two_reviewers_approving_at_once_apply_the_proposal_once(reviewed: Service) -> None:
+    record_day(reviewed, AGENT)
+    proposed = run(reviewed, "solidify")
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def approve() -> None:
+        barrier.wait()
+        try:
+            reviewed.dream_approve(AGENT, proposed["run_id"])
+            outcomes.append("approved")
+        except Conflict as exc:
+            outcomes.append(str(exc))
+
+    threads = [threading.Thread(target=approve) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(outcomes)[0] == "approved" and "was approved" in sorted(outcomes)[1], outcomes
+    assert len(narratives(reviewed)) == proposed["memories"] + proposed["digests"]
