@@ -255,40 +255,50 @@ class HttpChatLLM:
     def _post(self, prompt: ChatPrompt, body: dict[str, Any]) -> tuple[httpx.Response, dict[str, Any] | None]:
         """The first answer that is neither 429, 5xx nor a transport failure, with its chat completion if it is one.
 
-        LLMUnavailable after the last attempt.
+        LLMUnavailable after the last attempt. The attempts are tenacity's loop; what is transient, and
+        how long to wait (Retry-After first), is decided here.
         """
+        import tenacity
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_attempts),
+            retry=tenacity.retry_if_exception_type(_Transient),
+            wait=lambda state: self._delay(state.attempt_number - 1, _retry_after(state)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, prompt, body)
+        except _Transient as last:
+            raise LLMUnavailable(
+                f"LLM endpoint {self.url} failed {self.max_attempts} attempt(s) at prompt {prompt.name!r}; last: {last}"
+            ) from None
+
+    def _attempt(self, prompt: ChatPrompt, body: dict[str, Any]) -> tuple[httpx.Response, dict[str, Any] | None]:
+        """One request: its answer, or _Transient saying why it is worth another try."""
         import httpx
 
-        last = ""
-        for attempt in range(self.max_attempts):
-            started = time.monotonic()
-            retry_after: float | None = None
-            try:
-                response = self._client.post(self.url, json=body)
-            except httpx.UnsupportedProtocol as error:
-                raise ConfigurationError(f"LLM URL {self.url} is not an http(s) URL: {error}") from error
-            except httpx.TransportError as error:
-                last = f"{type(error).__name__}: {error}"
-                self._log(prompt, type(error).__name__, None, started)
-            else:
-                status = response.status_code
-                payload = _completion(response) if 200 <= status < 300 else None
-                self._log(prompt, str(status), payload, started)
-                if 200 <= status < 300 and payload is not None:
-                    return response, payload
-                if status < 300:
-                    # A success without a chat completion in it is a proxy or server hiccup, retried like a 5xx.
-                    last = f"HTTP {status} without choices[0].message: {response.text[:BODY_EXCERPT]}"
-                elif status in _TRANSIENT_STATUS or status >= 500:
-                    last = f"HTTP {status}: {response.text[:BODY_EXCERPT]}"
-                    retry_after = _seconds(response.headers.get("Retry-After"))
-                else:
-                    return response, None
-            if attempt + 1 < self.max_attempts:
-                self._sleep(self._delay(attempt, retry_after))
-        raise LLMUnavailable(
-            f"LLM endpoint {self.url} failed {self.max_attempts} attempt(s) at prompt {prompt.name!r}; last: {last}"
-        )
+        started = time.monotonic()
+        try:
+            response = self._client.post(self.url, json=body)
+        except httpx.UnsupportedProtocol as error:
+            raise ConfigurationError(f"LLM URL {self.url} is not an http(s) URL: {error}") from error
+        except httpx.TransportError as error:
+            self._log(prompt, type(error).__name__, None, started)
+            raise _Transient(f"{type(error).__name__}: {error}") from error
+        status = response.status_code
+        payload = _completion(response) if 200 <= status < 300 else None
+        self._log(prompt, str(status), payload, started)
+        if 200 <= status < 300 and payload is not None:
+            return response, payload
+        if status < 300:
+            # A success without a chat completion in it is a proxy or server hiccup, retried like a 5xx.
+            raise _Transient(f"HTTP {status} without choices[0].message: {response.text[:BODY_EXCERPT]}")
+        if status in _TRANSIENT_STATUS or status >= 500:
+            raise _Transient(
+                f"HTTP {status}: {response.text[:BODY_EXCERPT]}", _seconds(response.headers.get("Retry-After"))
+            )
+        return response, None
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -309,6 +319,19 @@ class HttpChatLLM:
             tokens,
             time.monotonic() - started,
         )
+
+
+class _Transient(Exception):
+    """An attempt worth repeating (429, 5xx, no answer), with the wait the endpoint asked for, if it did."""
+
+    def __init__(self, why: str, retry_after: float | None = None) -> None:
+        super().__init__(why)
+        self.retry_after = retry_after
+
+
+def _retry_after(state: Any) -> float | None:
+    failed = state.outcome.exception() if state.outcome is not None else None
+    return failed.retry_after if isinstance(failed, _Transient) else None
 
 
 def _repair_request(problems: str, truncated: bool, max_tokens: int) -> str:
