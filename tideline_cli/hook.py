@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-# The same names as tideline_core.hooks and .settings (not imported: they pull in the store and
+# The same names as tideline_hooks and .settings (not imported: they pull in the store and
 # pydantic); a test keeps them equal.
 RUNTIMES = ("claude-code", "codex")
 DEFAULT_AGENT = "default"

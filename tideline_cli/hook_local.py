@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import OperationalError
 
 from tideline_core.compose import compose
-from tideline_core.hooks import TranscriptOffsets, parse_event, parse_runtime, respond
 from tideline_core.service import JobQueue, Service, TaskResult
 from tideline_core.service.notices import other_agents_notice
 from tideline_core.settings import Settings
 from tideline_core.text.dates import utcnow
+from tideline_hooks import TranscriptOffsets, parse_event, parse_runtime, respond
 
 if TYPE_CHECKING:
     from workers.jobqueue import CeleryJobQueue

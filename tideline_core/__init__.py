@@ -11,7 +11,7 @@ inject         the blocks injected at session start and each turn
 dream          the dream stages, named once in a registry, each with its store code and kernel
 llm            the dream's LLM client and token budget
 attention      retrieval hits logged, and the heatmap of where they land
-hooks          Claude Code / Codex hook events answered; importing: session files read into turns
+importing      session files (Hermes, Claude Code, Codex, JSONL) read into turns
 errors         the one error hierarchy; numeric: numpy on first use; ingest: embedding pending rows
 """
 
@@ -22,7 +22,6 @@ __all__ = [
     "dream",
     "embedding",
     "errors",
-    "hooks",
     "importing",
     "ingest",
     "inject",

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+import tideline_hooks as core
 from tests.ports import free_port
 from tideline_cli import hook as thin
-from tideline_core import hooks as core
 from tideline_core.compose import compose
 from tideline_core.domain.inputs import AmendmentIn, NarrativeIn, RecallQuery
 from tideline_core.embedding import NoEmbedder

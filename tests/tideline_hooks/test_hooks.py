@@ -13,7 +13,11 @@ import pytest
 from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.errors import InvalidInput
-from tideline_core.hooks import (
+from tideline_core.service import NullJobQueue, Service
+from tideline_core.settings import Settings
+from tideline_core.store.database import Database
+from tideline_core.store.status import counts
+from tideline_hooks import (
     EVENTS,
     HookEvent,
     Mark,
@@ -24,10 +28,6 @@ from tideline_core.hooks import (
     record_transcript,
     respond,
 )
-from tideline_core.service import NullJobQueue, Service
-from tideline_core.settings import Settings
-from tideline_core.store.database import Database
-from tideline_core.store.status import counts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CLAUDE_SESSION = "7f3c2a9e-4b1d-4e8a-9c2f-1a2b3c4d5e6f"

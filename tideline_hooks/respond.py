@@ -10,11 +10,11 @@ from typing import Any
 
 from tideline_core.domain.inputs import MAX_QUERY, InjectIn, PrefetchIn, parse
 from tideline_core.errors import InvalidInput
-from tideline_core.hooks.events import HookEvent, hook_output
-from tideline_core.hooks.offsets import Mark, TranscriptOffsets
 from tideline_core.importing import Line, SessionItem, SourceTurn, lines_of, parse_claude_code, parse_codex
 from tideline_core.inject.render import Block
 from tideline_core.service import Service, SessionsImported
+from tideline_hooks.events import HookEvent, hook_output
+from tideline_hooks.offsets import Mark, TranscriptOffsets
 
 PARSERS = {"claude-code": parse_claude_code, "codex": parse_codex}
 NOTHING_NEW = SessionsImported(

@@ -7,7 +7,7 @@ stored from the offset the last hook reached (`TranscriptOffsets`). The server's
 CLI's local fallback both call `respond`, so the answer is the same whichever process gives it.
 """
 
-from tideline_core.hooks.events import (
+from tideline_hooks.events import (
     EVENTS,
     INJECT_EVENTS,
     RECORD_EVENTS,
@@ -17,8 +17,8 @@ from tideline_core.hooks.events import (
     parse_event,
     parse_runtime,
 )
-from tideline_core.hooks.offsets import Mark, TranscriptOffsets
-from tideline_core.hooks.respond import HookAnswer, record_transcript, respond
+from tideline_hooks.offsets import Mark, TranscriptOffsets
+from tideline_hooks.respond import HookAnswer, record_transcript, respond
 
 __all__ = [
     "EVENTS",
