@@ -19,22 +19,16 @@ import os
 import re
 import sys
 import tempfile
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-PACKAGES = (
-    "prompts",
-    "tideline_core",
-    "tideline_hooks",
-    "workers",
-    "mcp_server",
-    "tideline_cli",
-    "tideline_eval",
-    "tideline_provider",
-)
+# The project's packages, as pyproject.toml declares them for the build.
+_FOUND = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+PACKAGES = tuple(name.rstrip("*") for name in _FOUND["include"])
 COMMAND = "python docs/generate.py"
 # argparse wraps usage lines to the terminal's width: fixed, so the page does not depend on who ran it.
 WIDTH = "100"

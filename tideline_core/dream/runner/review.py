@@ -28,11 +28,10 @@ from tideline_core.dream.runner.runs import (
     REJECTED,
     DreamRunRecord,
     record_changes,
-    run_by_id,
     run_changes,
     to_record,
 )
-from tideline_core.errors import Conflict, InvalidInput
+from tideline_core.errors import Conflict, InvalidInput, NotFound
 from tideline_core.store.schema import DreamChange, DreamRun
 from tideline_core.text.dates import utcnow
 
@@ -121,9 +120,12 @@ def reject(conn: Connection, agent_id: str, run_id: int) -> DreamRunRecord:
 
 
 def _waiting_run(conn: Connection, agent_id: str, run_id: int, verb: str) -> DreamRunRecord:
-    run_by_id(conn, agent_id, run_id)  # NotFound for another agent's run
     # Locked first: two reviewers at once apply it once, the second told it is no longer waiting.
-    locked = conn.execute(select(DreamRun.__table__).where(DreamRun.id == run_id).with_for_update()).one()
+    locked = conn.execute(
+        select(DreamRun.__table__).where(DreamRun.id == run_id, DreamRun.agent_id == agent_id).with_for_update()
+    ).one_or_none()
+    if locked is None:
+        raise NotFound(f"dream run {run_id} does not exist for agent {agent_id}")
     run = to_record(locked)
     if run.status != PROPOSED:
         was = {DONE: "was approved", REJECTED: "was rejected"}.get(run.status, f"is {run.status}")

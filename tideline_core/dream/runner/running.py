@@ -72,11 +72,11 @@ def run_stage(
         start_run(conn, agent_id, day, stage.name, inputs, run_key)
         spent_today = tokens_spent(conn, agent_id, day)
         pending = review.waiting(conn, agent_id, stage.name) if ctx.review != "off" else []
-    if pending:
-        why = f"proposal {pending[0].id} of {stage.name} waits for review (tideline dream review)"
-        with ctx.db.write() as conn:
-            run_id = finish_run(conn, agent_id, day, stage.name, run_key, StageOutput({}, skipped=why), [], (0, 0))
-        return StageRun(StageOutput({}, skipped=why), run_id=run_id)
+        if pending:
+            why = StageOutput(
+                {}, skipped=f"proposal {pending[0].id} of {stage.name} waits for review (tideline dream review)"
+            )
+            return StageRun(why, run_id=finish_run(conn, agent_id, day, stage.name, run_key, why, [], (0, 0)))
     run_ctx = per_run(ctx, day, spent_today)
     try:
         output = _run(stage, run_ctx, agent_id)
