@@ -70,6 +70,21 @@ def fit(candidates: Sequence[Candidate], *, heading: str, tier_budget: int, bloc
     return taken
 
 
+def unfitted(candidates: Sequence[Candidate], chosen: Sequence[Item]) -> list[Item]:
+    """The candidates `fit` left out, as items costing what their whole line would (none of it is shown).
+
+    `fit` keeps the candidates' order, so the chosen items are matched to them as a subsequence."""
+    left: list[Item] = []
+    taken = iter(chosen)
+    pending = next(taken, None)
+    for c in candidates:
+        if pending is not None and (pending.kind, pending.id, pending.reason) == (c.kind, c.id, c.reason):
+            pending = next(taken, None)
+        else:
+            left.append(_item(c, c.text, estimate_tokens(c.text), clipped=False))
+    return left
+
+
 def _cut(text: str, tail: str, tokens: int) -> str | None:
     """`text` within `tokens`, its `tail` kept: the text before the tail cut first (to no less than a few words)."""
     if not tail or not text.endswith(tail):

@@ -38,6 +38,7 @@ class Block:
     budget: int
     version: str
     notes: tuple[str, ...] = ()
+    left_out: tuple[Item, ...] = ()  # candidates the budget left no room for (never part of the text)
 
 
 def title_tokens(title: str) -> int:
@@ -52,8 +53,17 @@ def section(tier: str, items: Sequence[Item], subtitle: str = "") -> str:
     return "\n".join([heading, *(f"- {item.text}" for item in items)])
 
 
-def block(title: str, sections: Sequence[str], items: Sequence[Item], budget: int, notes: Sequence[str] = ()) -> Block:
+def block(
+    title: str,
+    sections: Sequence[str],
+    items: Sequence[Item],
+    budget: int,
+    notes: Sequence[str] = (),
+    left_out: Sequence[Item] = (),
+) -> Block:
     body = "\n\n".join(s for s in sections if s)
     version = hashlib.sha256(body.encode()).hexdigest()[:VERSION_CHARS]
     text = f"# {title} · v{version}\n\n{body}\n" if body else ""
-    return Block(text, tuple(items), estimate_tokens(text), budget, version if body else "", tuple(notes))
+    return Block(
+        text, tuple(items), estimate_tokens(text), budget, version if body else "", tuple(notes), tuple(left_out)
+    )

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from tideline_core.domain.inputs import InjectIn, PrefetchIn, SearchIn
 from tideline_core.dream.runner import review
 from tideline_core.inject import render, sources, tiers
-from tideline_core.inject.budget import Candidate, Item, fit, spent
+from tideline_core.inject.budget import Candidate, Item, fit, spent, unfitted
 from tideline_core.service.base import ServiceParts
 from tideline_core.text.cost import estimate_tokens
 from tideline_core.text.dates import utcnow
@@ -68,10 +68,13 @@ class InjectOps(ServiceParts):
         self._remember(agent_id, request.session_id, block.items, now)
         return block
 
-    def prefetch(self, agent_id: str, request: PrefetchIn, *, now: datetime | None = None) -> render.Block:
+    def prefetch(
+        self, agent_id: str, request: PrefetchIn, *, now: datetime | None = None, preview: bool = False
+    ) -> render.Block:
         """The memories for this turn (T1, and T4 when T1 finds too few), none this session was already shown.
 
-        The narratives shown are handed to attention logging (source t1 / t4) with their similarity.
+        The narratives shown are handed to attention logging (source t1 / t4) with their similarity, except in a
+        `preview` (a person looking at what the agent would see is not the agent attending).
         """
         rules = self.inject.rules
         shown: set[tuple[str, int]] = set()
@@ -96,11 +99,12 @@ class InjectOps(ServiceParts):
             plan.append(Tier("T4", tiers.recall(keyword.hits, taken, "T4", rules), rules.t4_budget))
             block = self._assemble(TURN_TITLE, plan, budget, scale, notes=notes)
         similarity = {h.id: h.similarity for h in outcome.hits if h.kind == "narrative"}
-        for tier in ("T1", "T4"):
+        for tier in () if preview else ("T1", "T4"):
             memories = [i.id for i in block.items if i.tier == tier and i.kind == "narrative" and i.id is not None]
             if memories:
                 self.jobs.log_attention(agent_id, [(n, similarity.get(n)) for n in memories], tier.lower())
-        self._remember(agent_id, request.session_id, block.items, now or utcnow())
+        if not preview:
+            self._remember(agent_id, request.session_id, block.items, now or utcnow())
         return block
 
     def _assemble(
@@ -109,13 +113,15 @@ class InjectOps(ServiceParts):
         left = budget - render.title_tokens(title) - (estimate_tokens(footer) if footer else 0)
         sections: list[str] = []
         items: list[Item] = []
+        left_out: list[Item] = []
         for tier in plan:
             heading = render.HEADINGS[tier.name] + (f" ({tier.subtitle})" if tier.subtitle else "")
             chosen = fit(tier.candidates, heading=heading, tier_budget=int(tier.budget * scale), block_left=left)
             left -= spent(heading, chosen)
             sections.append(render.section(tier.name, chosen, tier.subtitle))
             items.extend(chosen)
-        return render.block(title, [*sections, footer], items, budget, notes)
+            left_out.extend(unfitted(tier.candidates, chosen))
+        return render.block(title, [*sections, footer], items, budget, notes, left_out)
 
     def recent_sessions(self, agent_id: str, prefix: str = "", *, limit: int = 20) -> list[str]:
         """The agent's session ids starting with `prefix`, the latest used first (turns recorded, blocks shown)."""

@@ -83,8 +83,9 @@ class MemoryOps(ServiceParts):
             self.jobs.log_attention(agent_id, [(r.id, None) for r in records], "recall")
         return records
 
-    def search(self, agent_id: str, params: SearchIn, *, source: str = "search") -> SearchOutcome:
-        """Hybrid search over the agent's narratives and turns; the narrative hits go to attention logging.
+    def search(self, agent_id: str, params: SearchIn, *, source: str | None = "search") -> SearchOutcome:
+        """Hybrid search over the agent's narratives and turns; the narrative hits go to attention logging as
+        `source` (None: a person's search, which is not the agent attending, logs nothing).
 
         A queue that is down costs only those log entries, never the answer. Rows still waiting for
         their embedding with nothing to embed them (no ingest worker, or no queue) are told in `degraded`.
@@ -100,7 +101,7 @@ class MemoryOps(ServiceParts):
             for hit in outcome.hits
             if hit.kind == "narrative"
         ]
-        if attended:
+        if attended and source is not None:
             self.jobs.log_attention(agent_id, attended, source)
         return outcome
 

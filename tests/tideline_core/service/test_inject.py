@@ -191,6 +191,29 @@ def test_the_per_turn_block_keeps_to_its_budget_and_says_what_each_item_costs(se
         assert any(i.clipped and i.text.endswith("…") for i in block.items), "the last one is cut, and marked"
 
 
+def test_what_the_budget_left_out_is_listed_beside_the_block_and_never_in_it(service: Service) -> None:
+    ids = [
+        service.write_narrative("alice", NarrativeIn(gesture=f"Harbour festival notes, day {n}. " + "Boats. " * 30)).id
+        for n in range(20)
+    ]
+    block = service.prefetch("alice", PrefetchIn(query="harbour festival", budget=200))
+    shown, left = set(ids_of(block, "narrative")), {i.id for i in block.left_out if i.kind == "narrative"}
+    assert shown and left and not shown & left and shown | left <= set(ids)
+    assert all(i.tokens > 0 and i.reason for i in block.left_out)
+    assert not any(i.id in left for i in block.items)
+
+
+def test_a_preview_of_the_turns_block_logs_no_attention_and_marks_nothing_shown(
+    service: Service, queue: FakeQueue
+) -> None:
+    for n in range(12):
+        service.write_narrative("alice", NarrativeIn(gesture=f"We talked about the garden shed, part {n}"))
+    previewed = service.prefetch("alice", PrefetchIn(query="garden shed", session_id="s1", budget=100), preview=True)
+    real = service.prefetch("alice", PrefetchIn(query="garden shed", session_id="s1", budget=100))
+    assert ids_of(previewed, "narrative") == ids_of(real, "narrative"), "the preview is what the agent then gets"
+    assert [source for _, _, source in queue.attention] == ["t1"], "only the real turn counts as attention"
+
+
 def test_no_tier_ever_shows_another_agents_rows(service: Service, tmp_path: Path) -> None:
     for agent in ("alice", "bob"):
         secret = f"{agent}-secret"
