@@ -45,6 +45,13 @@ class Supersede:
 
 
 @dataclass(frozen=True)
+class Restore:
+    """A superseded narrative made current again (search and injection show it once more)."""
+
+    narrative_id: int
+
+
+@dataclass(frozen=True)
 class PutProfile:
     data: ProfileIn
 
@@ -112,6 +119,7 @@ Intent = (
     | Rescore
     | Reweight
     | Supersede
+    | Restore
     | PutProfile
     | PutSelfConcept
     | PutThread

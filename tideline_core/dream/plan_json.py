@@ -26,6 +26,7 @@ from tideline_core.dream.plan import (
     PutThread,
     Rebuild,
     Rescore,
+    Restore,
     Reweight,
     Supersede,
 )
@@ -40,6 +41,7 @@ KEPT: dict[str, type] = {
         PutSelfConcept,
         PutThread,
         Rescore,
+        Restore,
         Reweight,
         Supersede,
     )

@@ -12,9 +12,13 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     ImportOps     import past sessions from runtimes' files                (service/importing.py)
     DreamOps      run a stage or the dream, its log, a run's diff, undo    (service/dream.py)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
+    BrowseOps     a person's listing of memories, one memory whole, sessions (service/browse.py)
+    EditOps       a person's new version, supersession, restore: undoable  (service/edit.py)
 """
 
+from tideline_core.service.browse import BrowseOps, MemoryFilter, MemoryPage, MemoryView, SessionView
 from tideline_core.service.dream import DreamOps, DreamRunView, Triggered, UndoReport, change_dict
+from tideline_core.service.edit import EditOps, EditOutcome
 from tideline_core.service.importing import ImportObserver, ImportOps, SessionsImported
 from tideline_core.service.inject import InjectOps
 from tideline_core.service.jobs import JobQueue, NullJobQueue, TaskResult
@@ -34,23 +38,30 @@ from tideline_core.service.results import (
 )
 
 
-class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, ImportOps, DreamOps, InjectOps):
+class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, ImportOps, DreamOps, InjectOps, BrowseOps, EditOps):
     """One object for every operation (see the module docstring for where each lives)."""
 
 
 __all__ = [
+    "BrowseOps",
     "ClusterMemberView",
     "DreamOps",
     "DreamRunView",
+    "EditOps",
+    "EditOutcome",
     "GraphView",
     "ImportObserver",
     "ImportOps",
     "ImportReport",
     "JobQueue",
+    "MemoryFilter",
+    "MemoryPage",
+    "MemoryView",
     "NarrativeWrite",
     "NullJobQueue",
     "ReconcileReport",
     "Service",
+    "SessionView",
     "SessionsImported",
     "SoftClustersView",
     "StatusReport",

@@ -38,6 +38,7 @@ from tideline_core.dream.plan import (
     ReplaceSoftClusters,
     ReplaceTopics,
     Rescore,
+    Restore,
     Reweight,
     Supersede,
 )
@@ -187,7 +188,7 @@ def _owned(conn: Connection, table: Any, agent_id: str, ids: Sequence[int], what
 
 def check_plan(conn: Connection, agent_id: str, plan: Plan) -> None:
     """Refuse (InvalidInput) a plan naming narratives or threads that are not this agent's."""
-    narrative_ids = [i.narrative_id for i in plan.intents if isinstance(i, Rescore | Reweight)]
+    narrative_ids = [i.narrative_id for i in plan.intents if isinstance(i, Rescore | Reweight | Restore)]
     narrative_ids += [n for i in plan.intents if isinstance(i, Supersede) for n in (i.old_id, i.new_id)]
     narrative_ids += [n for i in plan.intents if isinstance(i, AddNarrative) for n in i.supersedes]
     narrative_ids += [i.narrative_id for i in plan.intents if isinstance(i, AddSourceLink)]
@@ -261,6 +262,18 @@ def _apply(rec: _Recorder, agent_id: str, intent: Intent) -> None:
         if before["superseded_by"] is None:
             conn.execute(update(Narrative).where(Narrative.id == intent.old_id).values(superseded_by=intent.new_id))
             rec.updated("narratives", key, before, f"#{intent.old_id} superseded by #{intent.new_id}")
+    elif isinstance(intent, Restore):
+        key = {"id": intent.narrative_id}
+        before = snapshot(conn, "narratives", key)
+        assert before is not None
+        if before["superseded_by"] is not None:
+            conn.execute(update(Narrative).where(Narrative.id == intent.narrative_id).values(superseded_by=None))
+            rec.updated(
+                "narratives",
+                key,
+                before,
+                f"#{intent.narrative_id} restored (was superseded by #{before['superseded_by']})",
+            )
     elif isinstance(intent, PutProfile | PutSelfConcept):
         _put_entry(rec, agent_id, intent)
     elif isinstance(intent, PutThread):
@@ -422,8 +435,12 @@ def undo_blockers(
                 select(func.count()).select_from(Amendment).where(Amendment.narrative_id == narrative_id)
             ).scalar_one():
                 reasons.append(f"narratives {row_key} has amendments written after the run")
+            # A narrative this run itself marked superseded by the new one is restored with the rest.
+            own = [int(c.key["id"]) for c in changes if c.target == "narratives" and c.action == "update"]
             if conn.execute(
-                select(func.count()).select_from(Narrative).where(Narrative.superseded_by == narrative_id)
+                select(func.count())
+                .select_from(Narrative)
+                .where(Narrative.superseded_by == narrative_id, Narrative.id.not_in(own))
             ).scalar_one():
                 reasons.append(f"narratives {row_key} now supersedes another narrative")
     return reasons
