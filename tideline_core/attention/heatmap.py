@@ -84,8 +84,12 @@ def heatmap(
     embedding_members: Mapping[str, Iterable[int]],
     *,
     bar_width: int = BAR_WIDTH,
+    sizes: tuple[Mapping[str, int], Mapping[str, int]] | None = None,
 ) -> Heatmap:
     """Attribute each hit to every cluster holding its narrative, per kind of clustering.
+
+    With `sizes` (per kind, cluster → members) the members need only hold the hit narratives: every
+    cluster of `sizes` the hits missed is a desert of that size.
 
     A hit counts once for each cluster containing the narrative, so a kind's shares can add up
     to more than 1 (soft clusters hold each narrative three times). `share` is a cluster's hits
@@ -105,8 +109,8 @@ def heatmap(
         first_hit=min(times) if times else None,
         last_hit=max(times) if times else None,
         kinds=tuple(
-            _kind(kind, per_source, len(hits), members, bar_width)
-            for kind, members in zip(KINDS, (topic_members, embedding_members), strict=True)
+            _kind(kind, per_source, len(hits), members, bar_width, None if sizes is None else sizes[i])
+            for i, (kind, members) in enumerate(zip(KINDS, (topic_members, embedding_members), strict=True))
         ),
     )
 
@@ -117,12 +121,14 @@ def _kind(
     total: int,
     members: Mapping[str, Iterable[int]],
     bar_width: int,
+    known_sizes: Mapping[str, int] | None = None,
 ) -> KindHeat:
     clusters_of: dict[int, list[str]] = {}
-    sizes: dict[str, int] = {}
+    sizes: dict[str, int] = dict(known_sizes or {})
     for cluster, ids in members.items():
         unique = set(ids)
-        sizes[cluster] = len(unique)
+        if known_sizes is None:
+            sizes[cluster] = len(unique)
         for narrative_id in unique:
             clusters_of.setdefault(narrative_id, []).append(cluster)
     counts: Counter[str] = Counter()

@@ -54,8 +54,10 @@ class OrganizeOps(ServiceParts):
         """Where the agent's retrieval hits of the last `days` landed, per cluster, and the clusters never lit."""
         with self.db.read() as conn:
             hits = hits_since(conn, agent_id, days)
-            topics, soft = clusters.memberships(conn, agent_id)
-        return heatmap(hits, topics, soft)
+            # Only the hit narratives' clusters are read whole; every other cluster is a desert of its stored size.
+            topics, soft = clusters.memberships(conn, agent_id, [h.narrative_id for h in hits])
+            sizes = clusters.cluster_sizes(conn, agent_id)
+        return heatmap(hits, topics, soft, sizes=sizes)
 
     def soft_clusters(self, agent_id: str, query: SoftClustersQuery) -> SoftClustersView:
         """Every soft cluster; or one cluster's members; and, for a query text, where it would land."""

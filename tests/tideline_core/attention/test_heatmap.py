@@ -120,3 +120,14 @@ def test_a_recall_counts_as_a_hit_but_not_in_the_mean_similarity() -> None:
     assert rows["garden"].hits == 2 and rows["garden"].mean_similarity == pytest.approx(0.8)
     assert rows["river"].hits == 1 and rows["river"].mean_similarity is None
     assert "| river | 1 | 33% | " in to_markdown(heat) and "| — |" in to_markdown(heat)
+
+
+def test_given_the_cluster_sizes_the_hit_narratives_memberships_alone_give_the_same_heatmap() -> None:
+    hits = [hit(1), hit(1), hit(3, 0.4), hit(4, None)]
+    hit_ids = {h.narrative_id for h in hits}
+    members_of_hits = [
+        {cluster: [i for i in ids if i in hit_ids] for cluster, ids in members.items() if set(ids) & hit_ids}
+        for members in (TOPICS, EMBEDDING)
+    ]
+    sizes = ({c: len(set(ids)) for c, ids in TOPICS.items()}, {c: len(set(ids)) for c, ids in EMBEDDING.items()})
+    assert heatmap(hits, *members_of_hits, sizes=sizes) == heatmap(hits, TOPICS, EMBEDDING)

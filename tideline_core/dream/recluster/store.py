@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from tideline_core.errors import NotFound
 from tideline_core.numeric import np
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob, vectors_after
+from tideline_core.store.lookup import chunks
 from tideline_core.store.schema import (
     EmbeddingCluster,
     EmbeddingClusterAdjacency,
@@ -275,20 +277,44 @@ def route_query(conn: Connection, agent_id: str, query: np.ndarray, model: str, 
     return route(query, centroids, _adjacency(conn, agent_id), top=top)
 
 
-def memberships(conn: Connection, agent_id: str) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """(topic keyword → narrative ids, soft cluster name → narrative ids), joined at read time."""
+def memberships(
+    conn: Connection, agent_id: str, narrative_ids: Sequence[int] | None = None
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """(topic keyword → narrative ids, soft cluster name → narrative ids), joined at read time; only the
+    memberships of `narrative_ids` when given (a heatmap needs its hit narratives', not every cluster whole)."""
     topics: dict[str, list[int]] = defaultdict(list)
-    for keyword, nid in conn.execute(
-        select(TopicCluster.keyword, TopicClusterMember.narrative_id)
-        .join(TopicClusterMember, TopicClusterMember.cluster_id == TopicCluster.id)
-        .where(TopicCluster.agent_id == agent_id)
-    ):
-        topics[keyword].append(nid)
     soft: dict[str, list[int]] = defaultdict(list)
-    for name, nid in conn.execute(
-        select(EmbeddingCluster.name, EmbeddingClusterMember.narrative_id)
-        .join(EmbeddingClusterMember, EmbeddingClusterMember.cluster_id == EmbeddingCluster.id)
-        .where(EmbeddingCluster.agent_id == agent_id)
+    for chunk in [None] if narrative_ids is None else list(chunks(sorted(set(narrative_ids)))):
+        topic_rows = (
+            select(TopicCluster.keyword, TopicClusterMember.narrative_id)
+            .join(TopicClusterMember, TopicClusterMember.cluster_id == TopicCluster.id)
+            .where(TopicCluster.agent_id == agent_id)
+        )
+        soft_rows = (
+            select(EmbeddingCluster.name, EmbeddingClusterMember.narrative_id)
+            .join(EmbeddingClusterMember, EmbeddingClusterMember.cluster_id == EmbeddingCluster.id)
+            .where(EmbeddingCluster.agent_id == agent_id)
+        )
+        if chunk is not None:
+            topic_rows = topic_rows.where(TopicClusterMember.narrative_id.in_(chunk))
+            soft_rows = soft_rows.where(EmbeddingClusterMember.narrative_id.in_(chunk))
+        for keyword, nid in conn.execute(topic_rows):
+            topics[keyword].append(nid)
+        for name, nid in conn.execute(soft_rows):
+            soft[name].append(nid)
+    return dict(topics), dict(soft)
+
+
+def cluster_sizes(conn: Connection, agent_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(topic keyword → members, soft cluster name → members), as the rebuild counted them."""
+    topics: dict[str, int] = defaultdict(int)
+    for keyword, size in conn.execute(
+        select(TopicCluster.keyword, TopicCluster.size).where(TopicCluster.agent_id == agent_id)
     ):
-        soft[name].append(nid)
+        topics[keyword] += int(size)
+    soft: dict[str, int] = defaultdict(int)
+    for name, size in conn.execute(
+        select(EmbeddingCluster.name, EmbeddingCluster.size).where(EmbeddingCluster.agent_id == agent_id)
+    ):
+        soft[name] += int(size)
     return dict(topics), dict(soft)
