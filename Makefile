@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGES := prompts tideline_core tideline_hooks workers mcp_server tideline_cli tideline_eval tideline_provider
+PACKAGES := prompts tideline_core tideline_hooks workers mcp_server tideline_console tideline_cli tideline_eval tideline_provider
 
 .PHONY: run test install lint typecheck docs bench clean
 

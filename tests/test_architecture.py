@@ -229,6 +229,10 @@ def test_dependencies_point_one_way_and_edges_do_not_import_each_other() -> None
     assert edges("package").get("tideline_provider", set()) <= {"tideline_core", "workers"}
     assert importers("tideline_provider", "workers") == ["tideline_provider.provider"]
     assert not importers("mcp_server", "tideline_provider") and not importers("tideline_cli", "tideline_provider")
+    # The console is one more edge: the service, and the job queue and the beats' record in its composition root.
+    assert edges("package").get("tideline_console", set()) <= {"tideline_core", "workers"}
+    assert importers("tideline_console", "workers") == ["tideline_console.app"]
+    assert not any(importers(edge, "tideline_console") for edge in ("mcp_server", "tideline_cli", "workers"))
 
 
 def test_tools_commands_and_tasks_go_through_the_service_never_the_store() -> None:

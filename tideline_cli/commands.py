@@ -13,7 +13,7 @@ from tideline_cli.compose import open_service
 from tideline_cli.fields import add_fields, given_fields
 from tideline_cli.health import BeatReport, beat_report
 from tideline_cli.output import dumps
-from tideline_cli.stack import redacted_url
+from tideline_cli.stack import console_answers, console_url, redacted_url
 from tideline_core.domain.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.errors import InvalidInput
 from tideline_core.service import StatusReport
@@ -75,6 +75,7 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         print("  beat: " + _beat_line(beat))
     if report.proposals_waiting:
         print(f"  dream proposals waiting for review: {report.proposals_waiting} (tideline dream review)")
+    print(f"  console: {console_url(settings)} ({'answering' if console_answers(settings) else 'not running'})")
     if report.notice:
         print(f"  note: {report.notice}")
     if others:
@@ -108,6 +109,7 @@ def _status_json(settings: Settings, agent: str, report: StatusReport, beat: Bea
         "oldest_pending_at": report.oldest_pending_at,
         "ingest_lag_seconds": report.ingest_lag_seconds,
         "proposals_waiting": report.proposals_waiting,
+        "console": {"url": console_url(settings), "answering": console_answers(settings)},
         "queues": report.queue_depths,
         "workers": report.workers,
         "beat": None

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Container, Sequence
 
-from tideline_cli import hook, serve  # the standard library only: both must start fast
+from tideline_cli import console, hook, serve  # the standard library only: each must start fast
 
 EXIT_USAGE = 2
 
@@ -20,13 +20,14 @@ AGENT_NAME, EMBEDDING_API_URL ... names); see deploy/env.example for every one."
 
 UP_DESCRIPTION = """\
 Run migrations, start an embedded Redis (unless TIDELINE_REDIS_URL is set), then the MCP server
-on streamable HTTP, an ingest worker, a dream worker, Celery beat and Flower as child processes.
+on streamable HTTP, the console, an ingest worker, a dream worker, Celery beat and Flower as child processes.
 Prints where each one is. Ctrl-C or SIGTERM stops them all; if one dies, all stop.
 
 Where things go (environment variables):
   TIDELINE_HOME         data dir: database, Redis socket and AOF, logs (default ~/.tideline)
   TIDELINE_HTTP_HOST    the MCP server's address (default 127.0.0.1)
   TIDELINE_HTTP_PORT    the MCP server's port (default 8765)
+  TIDELINE_CONSOLE_PORT the console's port (default 8766, on TIDELINE_CONSOLE_HOST, 127.0.0.1)
   TIDELINE_FLOWER_PORT  Flower's port on 127.0.0.1 (default 5555)
   TIDELINE_HTTP_TOKENS  TOKEN:AGENT pairs; bearer auth, required to bind beyond loopback"""
 
@@ -53,12 +54,13 @@ def build_parser(fields_for: Container[str] | None = None) -> argparse.ArgumentP
 
     sub.add_parser(
         "up",
-        help="start the whole stack (Redis, MCP server, workers, beat, Flower); Ctrl-C stops it",
+        help="start the whole stack (Redis, MCP server, console, workers, beat, Flower); Ctrl-C stops it",
         description=UP_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
     serve.add_parser(sub)
+    console.add_parser(sub)
 
     worker = sub.add_parser(
         "worker",
@@ -174,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook.main(argv[1:])
     if argv[:1] == ["serve"]:  # execs the server, which imports (and checks the settings) itself
         return serve.main(argv[1:])
+    if argv[:1] == ["console"]:  # execs the console, as `serve` execs the server
+        return console.main(argv[1:])
     args = build_parser(fields_for=argv[:1]).parse_args(
         argv
     )  # `--help` and usage errors end here, before the heavy imports

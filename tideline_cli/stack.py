@@ -184,6 +184,7 @@ def children_for(settings: Settings, log_dir: Path) -> list[Child]:
     cli = [sys.executable, "-m", "tideline_cli"]
     parts = {
         "mcp": ["serve", "--http"],
+        "console": ["console"],
         "ingest-worker": ["worker", "ingest"],
         "dream-worker": ["worker", "dream", "--concurrency", "1"],
         "beat": ["beat"],
@@ -210,6 +211,7 @@ def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
         [
             "Tideline is up.",
             f"  MCP (streamable HTTP): http://{settings.http_host}:{settings.http_port}/mcp  ({mcp_auth})",
+            f"  Console:               {console_url(settings)}  ({console_auth(settings)})",
             f"  Flower:                http://127.0.0.1:{settings.flower_port}/  ({auth})"
             if flower_installed()
             else "  Flower:                not installed (pip install 'tideline[stack]')",
@@ -222,6 +224,22 @@ def banner(settings: Settings, log_dir: Path, redis_note: str) -> str:
             "Press Ctrl-C to stop.",
         ]
     )
+
+
+def console_url(settings: Settings) -> str:
+    host = settings.console_host
+    return f"http://{f'[{host}]' if ':' in host else host}:{settings.console_port}/"
+
+
+def console_answers(settings: Settings) -> bool:
+    host = "127.0.0.1" if settings.console_host in ("0.0.0.0", "") else settings.console_host
+    return _port_open(host, settings.console_port)
+
+
+def console_auth(settings: Settings) -> str:
+    if settings.console_password or settings.http_token_map():
+        return "login: a bearer token or TIDELINE_CONSOLE_PASSWORD"
+    return "no login (loopback only)"
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -324,7 +342,10 @@ def _port_free(host: str, port: int) -> bool:
 
 def _ports(settings: Settings) -> list[tuple[str, int, str]]:
     """The ports the stack listens on, each with its setting (Flower's only where it is installed)."""
-    ports = [(settings.http_host, settings.http_port, "TIDELINE_HTTP_PORT")]
+    ports = [
+        (settings.http_host, settings.http_port, "TIDELINE_HTTP_PORT"),
+        (settings.console_host, settings.console_port, "TIDELINE_CONSOLE_PORT"),
+    ]
     if flower_installed():
         ports.append(("127.0.0.1", settings.flower_port, "TIDELINE_FLOWER_PORT"))
     return ports
@@ -343,6 +364,7 @@ def check_ports(settings: Settings) -> None:
 def run_stack(settings: Settings, *, say: Callable[[str], None] | None = None) -> int:
     """Run the whole stack until Ctrl-C/SIGTERM (exit 0) or until a part dies (exit 1)."""
     out = say or (lambda line: print(line, flush=True))
+    settings.check_console_login()
     check_ports(settings)
     home = settings.ensure_home()
     log_dir = home / "logs"

@@ -210,6 +210,21 @@ class Settings(BaseSettings):
         validation_alias=_env("HTTP_TOKENS"),
     )
 
+    console_host: str = Field(
+        default="127.0.0.1", description="The console's bind address", validation_alias=_env("CONSOLE_HOST")
+    )
+    console_port: int = Field(default=8766, description="The console's port", validation_alias=_env("CONSOLE_PORT"))
+    console_password: str | None = Field(
+        default=None,
+        min_length=12,
+        description=(
+            "A password (12+ characters) that logs in to the console as every agent; with it or "
+            "TIDELINE_HTTP_TOKENS (a token logs in as its agent) the console asks for a login and may bind "
+            "beyond loopback; unset with no tokens: loopback only, no login"
+        ),
+        validation_alias=_env("CONSOLE_PASSWORD"),
+    )
+
     flower_port: int = Field(default=5555, description="Flower port", validation_alias=_env("FLOWER_PORT"))
     flower_basic_auth: str | None = Field(
         default=None,
@@ -439,6 +454,14 @@ class Settings(BaseSettings):
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_url and self.llm_model)
+
+    def check_console_login(self) -> None:
+        """ConfigurationError when the console would serve beyond loopback with nothing to log in with."""
+        if not is_loopback(self.console_host) and not self.console_password and not self.http_token_map():
+            raise ConfigurationError(
+                f"refusing to serve the console on {self.console_host} without a login: set "
+                "TIDELINE_CONSOLE_PASSWORD or TIDELINE_HTTP_TOKENS, or bind TIDELINE_CONSOLE_HOST to 127.0.0.1"
+            )
 
     def http_token_map(self) -> dict[str, str]:
         """`token:agent,token2:agent2` → {token: agent}; a malformed entry is a ConfigurationError."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-SUBCOMMANDS = ("up", "serve", "worker", "beat", "flower", "status", "search", "write")
+SUBCOMMANDS = ("up", "serve", "worker", "beat", "flower", "console", "status", "search", "write")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from cli_helpers import tideline
 from sqlalchemy import update
 from sqlalchemy.engine import make_url
 
+from tests.ports import free_port
 from tideline_core.domain.inputs import NarrativeIn
 from tideline_core.dream.runner.runs import NIGHTLY, fail_run, start_run
 from tideline_core.store.database import Database
@@ -70,6 +71,8 @@ def test_status_reports_the_ingest_lag_the_workers_the_beat_and_the_last_nightly
 
 
 def test_status_says_when_no_beat_holds_the_schedule_and_nothing_waits(database: Database, env: dict[str, str]) -> None:
+    port = str(free_port())  # where no console listens
+    env = {**env, "TIDELINE_CONSOLE_PORT": port}
     shown = tideline(env, "status", "--json")
     text = tideline(env, "status")
     report = json.loads(shown.stdout)
@@ -77,6 +80,8 @@ def test_status_says_when_no_beat_holds_the_schedule_and_nothing_waits(database:
     assert report["ingest_lag_seconds"] is None and report["last_dream"] is None
     assert "beat: none holds the schedule: nothing periodic is sent" in text.stdout
     assert "the oldest has waited" not in text.stdout and "last dream" not in text.stdout
+    assert report["console"] == {"url": f"http://127.0.0.1:{port}/", "answering": False}
+    assert f"console: http://127.0.0.1:{port}/ (not running)" in text.stdout
 
 
 def test_status_leaves_the_beat_out_when_the_broker_is_unreachable(

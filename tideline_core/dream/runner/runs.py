@@ -35,6 +35,7 @@ RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
 PROPOSED, REJECTED = "proposed", "rejected"  # a plan kept for review (`review`), and one a person discarded
 UNDONE = "undone"  # a done run whose changes were restored: what its record says, though the row keeps "done"
 NIGHTLY = "nightly"
+CORRECTIONS = ("edit", "supersede", "restore")  # the stages a person's correction of a memory is filed under
 # The run key of a whole dream started by hand is this and the id of the task that started its chain.
 WHOLE_DREAM = "dream:"
 ERROR_LIMIT = 2_000
