@@ -72,6 +72,7 @@ def test_up_without_flower_starts_the_rest_and_says_how_to_add_it(
     monkeypatch.setitem(sys.modules, "flower", None)
     assert [child.name for child in stack.children_for(settings, tmp_path)] == [
         "mcp",
+        "console",
         "ingest-worker",
         "dream-worker",
         "beat",
