@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from console_helpers import AGENT, LOOPBACK
 from service_helpers import FakeQueue
 from starlette.testclient import TestClient
 
@@ -16,10 +16,6 @@ from tideline_core.compose import compose
 from tideline_core.embedding import NoEmbedder
 from tideline_core.service import Service
 from tideline_core.settings import Settings
-
-AGENT = "default"
-LOOPBACK = "http://127.0.0.1:8766"
-CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
 @pytest.fixture
@@ -52,9 +48,3 @@ def console_for(
 @pytest.fixture
 def console(console_for: Callable[..., tuple[Service, TestClient]]) -> tuple[Service, TestClient]:
     return console_for()
-
-
-def csrf_of(html: str) -> str:
-    found = CSRF.search(html)
-    assert found, "the page carries its session's CSRF token in its forms"
-    return found.group(1)

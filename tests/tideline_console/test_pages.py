@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from conftest import AGENT, csrf_of
+from console_helpers import AGENT, csrf_of
 from dream_helpers import dump, record_day
 from service_helpers import FakeQueue
 from starlette.testclient import TestClient

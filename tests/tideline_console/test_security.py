@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import AGENT, LOOPBACK, csrf_of
+from console_helpers import AGENT, LOOPBACK, csrf_of
 from starlette.testclient import TestClient
 
 from tideline_core.domain.inputs import NarrativeIn
