@@ -110,6 +110,10 @@ def browser() -> Iterator[Any]:
 def page(browser: Any, stack: tuple[str, dict[str, str]]) -> Iterator[Any]:
     context = browser.new_context(base_url=stack[0])
     opened = context.new_page()
+    opened.problems = []  # what a person would see in the browser's console: errors, failed loads
+    opened.on("console", lambda message: message.type == "error" and opened.problems.append(message.text))
+    opened.on("pageerror", lambda error: opened.problems.append(str(error)))
+    opened.on("response", lambda got: got.status >= 400 and opened.problems.append(f"{got.status} {got.url}"))
     yield opened
     context.close()
 
@@ -122,6 +126,7 @@ def shown(page: Any, path: str | None = None) -> str:
     text = page.inner_text("main")
     assert "Refused" not in page.title() and "Traceback" not in text
     assert png_has_content(page.screenshot(full_page=True)), f"{page.url}: the screenshot is blank"
+    assert page.problems == [], f"{page.url}: the browser reported {page.problems}"
     return str(text)
 
 
