@@ -68,6 +68,13 @@ def test_the_listing_filters_and_search_says_why_each_memory_was_found(console: 
     assert client.get("/memories", params={"origin": "robot"}).status_code == 400
 
 
+@pytest.mark.parametrize("searched", [False, True])
+def test_a_search_says_whether_it_leaves_the_dreams_extracts_out(console_for: Make, searched: bool) -> None:
+    _, client = console_for(dream_extracts_in_search=searched)
+    found = client.get("/memories", params={"q": "dentist", "mode": "keyword"}).text
+    assert ('id="extracts-note"' in found) is not searched
+
+
 def test_a_memory_shows_its_source_turn_and_the_link_leads_to_it_in_its_conversation(
     console: tuple[Service, TestClient],
 ) -> None:
