@@ -31,10 +31,19 @@ def shown(value: Any) -> str:
     return text if len(text) <= LONG else text[: LONG - 1] + "…"
 
 
+def _unfolded(values: Mapping[str, Any]) -> dict[str, Any]:
+    rows = {name: value for name, value in values.items() if name != "_with"}
+    beside = values.get("_with")
+    if isinstance(beside, Mapping):
+        rows.update({name.replace("_", " "): value for name, value in beside.items()})
+    return rows
+
+
 def field_changes(action: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[FieldChange]:
     """What a change did, field by field: an update's moved fields, an insert's values, a delete's old values."""
-    old = dict(before or {})
-    new = dict(after or {})
+    # What a change wrote beside its row (tags, source links) reads as fields of the row.
+    old = _unfolded(before or {})
+    new = _unfolded(after or {})
     names: Sequence[str] = list(dict.fromkeys([*old, *new]))
     rows: list[FieldChange] = []
     for name in names:
