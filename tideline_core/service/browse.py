@@ -94,13 +94,24 @@ class MemoryPage:
 
 
 @dataclass(frozen=True)
-class SourceTurn:
-    """A memory's source turn, shown among its neighbours in the conversation."""
+class SourceLink:
+    """How a memory points at one turn: linked when written, or inferred by the dream with its score."""
 
-    turn: ContextTurnRecord
+    turn_id: int
     inferred: bool
     score: float | None
+
+
+@dataclass(frozen=True)
+class SourceExcerpt:
+    """A stretch of one conversation: a memory's source turns in it, with their neighbours, each turn once."""
+
+    session_id: str
+    links: tuple[SourceLink, ...]  # in the conversation's order
     context: tuple[ContextTurnRecord, ...]
+
+    def link_of(self, turn_id: int) -> SourceLink | None:
+        return next((link for link in self.links if link.turn_id == turn_id), None)
 
 
 @dataclass(frozen=True)
@@ -112,7 +123,7 @@ class NearMemory:
 @dataclass(frozen=True)
 class MemoryView:
     memory: NarrativeRecord
-    sources: tuple[SourceTurn, ...]
+    sources: tuple[SourceExcerpt, ...]
     versions: tuple[NarrativeRecord, ...]  # the chain of edits and supersessions through it, oldest first
     near: tuple[NearMemory, ...]
 
@@ -322,30 +333,40 @@ def _links_of(conn: Connection, agent_id: str, turn_ids: Sequence[int]) -> dict[
     return links
 
 
-def _sources(conn: Connection, agent_id: str, memory: NarrativeRecord) -> tuple[SourceTurn, ...]:
-    wanted: list[tuple[int, bool, float | None]] = [(c, False, None) for c in memory.source_links]
-    wanted += [(link.context_id, True, link.score) for link in memory.inferred_links]
-    found = load_turns(conn, agent_id, [c for c, _, _ in wanted])
-    shown = []
-    for context_id, inferred, score in wanted:
-        turn = found.get(context_id)
-        if turn is None:
-            continue
+def _sources(conn: Connection, agent_id: str, memory: NarrativeRecord) -> tuple[SourceExcerpt, ...]:
+    wanted = {c: SourceLink(c, False, None) for c in memory.source_links}
+    for link in memory.inferred_links:
+        wanted.setdefault(link.context_id, SourceLink(link.context_id, True, link.score))
+    found = load_turns(conn, agent_id, list(wanted))
+    windows: list[tuple[str, list[int], int]] = []  # (session, the window's turn ids, the source turn)
+    for turn in sorted(found.values(), key=lambda t: (t.session_id, t.id)):
         t = ContextTurn
-        around = conn.execute(
-            select(t.id)
-            .where(
-                t.agent_id == agent_id,
-                t.session_id == turn.session_id,
-                t.id.between(turn.id - 10 * CONTEXT_TURNS, turn.id + 10 * CONTEXT_TURNS),
-            )
-            .order_by(t.id)
-        ).scalars()
-        ids = list(around)
+        ids = list(
+            conn.execute(
+                select(t.id)
+                .where(
+                    t.agent_id == agent_id,
+                    t.session_id == turn.session_id,
+                    t.id.between(turn.id - 10 * CONTEXT_TURNS, turn.id + 10 * CONTEXT_TURNS),
+                )
+                .order_by(t.id)
+            ).scalars()
+        )
         at = ids.index(turn.id)
-        near = load_turns(conn, agent_id, ids[max(0, at - CONTEXT_TURNS) : at + CONTEXT_TURNS + 1])
-        shown.append(SourceTurn(turn, inferred, score, tuple(near[i] for i in sorted(near))))
-    return tuple(shown)
+        windows.append((turn.session_id, ids[max(0, at - CONTEXT_TURNS) : at + CONTEXT_TURNS + 1], turn.id))
+    merged: list[tuple[str, list[int], list[int]]] = []
+    for session, ids, source in windows:
+        last = merged[-1] if merged else None
+        if last is not None and last[0] == session and ids[0] <= last[1][-1]:
+            last[1].extend(i for i in ids if i > last[1][-1])
+            last[2].append(source)
+        else:
+            merged.append((session, list(ids), [source]))
+    near = load_turns(conn, agent_id, [i for _, ids, _ in merged for i in ids])
+    return tuple(
+        SourceExcerpt(session, tuple(wanted[s] for s in sources), tuple(near[i] for i in ids if i in near))
+        for session, ids, sources in merged
+    )
 
 
 def _versions(conn: Connection, agent_id: str, memory: NarrativeRecord) -> tuple[NarrativeRecord, ...]:

@@ -10,6 +10,7 @@ from service_helpers import FakeQueue
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.errors import InvalidInput, NotFound
 from tideline_core.service import MemoryFilter, Service
+from tideline_core.service.browse import SourceLink
 
 AGENT = "browser"
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -100,10 +101,23 @@ def test_a_memory_shows_its_source_turns_among_their_neighbours(service: Service
     ).ids
     memory = write(service, "周四晚上去游泳", source_links=[turns[3]])
     view = service.memory_view(AGENT, memory)
-    (source,) = view.sources
-    assert source.turn.id == turns[3] and not source.inferred
-    assert [t.id for t in source.context] == list(turns[1:6])
+    (excerpt,) = view.sources
+    assert excerpt.links == (SourceLink(turns[3], False, None),)
+    assert [t.id for t in excerpt.context] == list(turns[1:6])
     assert view.versions == (view.memory,)
+
+
+def test_source_turns_side_by_side_show_as_one_stretch_of_their_conversation_each_turn_once(service: Service) -> None:
+    near = service.record_turns(
+        AGENT, [ContextTurnIn(role="user", content=f"swim {i}", session_id="s1") for i in range(9)]
+    ).ids
+    (elsewhere,) = service.record_turns(AGENT, [ContextTurnIn(role="user", content="dentist", session_id="s2")]).ids
+    memory = write(service, "A digest of both", source_links=[near[3], near[4], near[5], elsewhere])
+    first, second = service.memory_view(AGENT, memory).sources
+    assert (first.session_id, second.session_id) == ("s1", "s2")
+    assert [link.turn_id for link in first.links] == list(near[3:6])
+    assert [t.id for t in first.context] == list(near[1:8])
+    assert [t.id for t in second.context] == [elsewhere]
 
 
 def test_a_memory_of_another_agent_is_not_found(service: Service) -> None:
