@@ -108,7 +108,10 @@ def build_parser(fields_for: Container[str] | None = None) -> argparse.ArgumentP
     search = sub.add_parser(
         "search",
         help="search memories and raw context (hybrid, keyword or dense)",
-        description="Search the agent's narratives and context turns directly in the database.",
+        description=(
+            "Search the agent's narratives and context turns directly in the database. Unless --mode keyword, "
+            "it waits for the local embedding model to load (at most two minutes) rather than answer by keyword."
+        ),
     )
     search.add_argument("query", help="what to look for (any text; search syntax is treated as text)")
     _add_agent(search)

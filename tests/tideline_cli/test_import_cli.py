@@ -152,8 +152,10 @@ def test_imported_turns_are_embedded_by_the_ingest_worker_and_found_by_meaning(
         env, "search", "database locked by a scheduled job", "--mode", "dense", "--kinds", "context", "--json"
     )
     assert found.returncode == 0, found.stderr
-    hits = json.loads(found.stdout)["hits"]
-    assert hits and hits[0]["session_id"] == CLAUDE_SESSION
+    answer = json.loads(found.stdout)
+    assert answer["degraded"] is None, "the command waits for the model rather than answer by keyword"
+    hits = answer["hits"]
+    assert hits and hits[0]["session_id"] == CLAUDE_SESSION and "dense" in hits[0]["evidence"]
     assert "locks the database" in hits[0]["text"]
 
 

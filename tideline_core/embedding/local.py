@@ -8,6 +8,7 @@ still loading (search then answers by keyword and says so); passages (the worker
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 # Names the vector space: vectors of another model (or of this one run another way) are re-embedded.
 LOCAL_MODEL = "multilingual-e5-small/int8"
+EXIT_WAIT = 60.0  # seconds a leaving process waits for a load under way
 
 
 class _EngineLoader:
@@ -43,6 +45,9 @@ class _EngineLoader:
             self._started = True
             self._done.clear()
         threading.Thread(target=self._load, name="tideline-e5-load", daemon=True).start()
+        # A process leaving while ONNX Runtime builds its session in that thread aborts at exit ("terminate
+        # called without an active exception") after its answer is out: it waits for the load instead.
+        atexit.register(self._done.wait, EXIT_WAIT)
 
     def _load(self) -> None:
         from tideline_core.embedding.e5 import E5Engine
