@@ -72,15 +72,9 @@ def add_parser(sub: Any) -> None:
         "one agent's memory (a trajectory a session of user turns, times read as UTC+8, each text kept once); "
         "recall is scored on the questions that name something only their own trajectory mentions, and "
         "on every question of the roles/items/places files. Only the roles, items, places and hybrid files "
-        "are read: the events files are held out for checking generalisation (--held-out).",
+        "are read: the events files are held out, their check made outside this project, and never opened here.",
     )
     md.add_argument("path", type=Path, help="the MemSim checkout or its messages_and_QAs folder")
-    md.add_argument(
-        "--held-out",
-        action="store_true",
-        help="run the held-out events files instead of the tuning files: for checking that a change tuned on the "
-        "others generalises, never for tuning",
-    )
     md.set_defaults(inject=False, dream=False, budget=None)
     ma.set_defaults(links=False)
     md.set_defaults(links=False)
@@ -268,17 +262,14 @@ def _memdaily(
     """Load the chosen MemDaily files, ask every question, print and return the figures."""
     from tideline_eval import memdaily, runner
 
-    paths = memdaily.files(args.path, held_out=args.held_out)
+    paths = memdaily.files(args.path)
     pools = [memdaily.load(path) for path in paths]
     questions = [(pool, q) for pool in pools for q in pool.questions]
     kept = sum(q.unambiguous for _, q in questions)
-    if args.held_out:
-        which = "MemDaily HELD-OUT files (events): for checking that a change generalises; never tune on these figures"
-    else:
-        which = (
-            f"MemDaily tuning files ({', '.join(memdaily.TUNING_KINDS)}); the "
-            f"{', '.join(memdaily.HELD_OUT_KINDS)} files are held out for checking generalisation and not read"
-        )
+    which = (
+        f"MemDaily tuning files ({', '.join(memdaily.TUNING_KINDS)}); the {', '.join(memdaily.HELD_OUT_KINDS)} "
+        "files are held out (checked outside this project) and not read"
+    )
     print(which, file=sys.stderr)
     print(
         f"  {len(pools)} files, {sum(p.messages for p in pools)} messages kept once as "
@@ -320,8 +311,7 @@ def _memdaily(
                 "unambiguous": p.unambiguous,
             }
             for p in pools
-        ],
-        "held_out": bool(args.held_out),
+        ]
     }
     for title, name, chosen in sets:
         if not any(chosen):

@@ -41,7 +41,7 @@ from tideline_core.text.tokens import initialize
 
 NATIVE_DIR = Path("data_generation/final_dataset/messages_and_QAs")
 TUNING_KINDS = ("roles", "items", "places", "hybrid")
-HELD_OUT_KINDS = ("events",)  # for checking generalisation only: never tuned on, never looked at
+HELD_OUT_KINDS = ("events",)  # never read here: their check is made outside this project, beyond any choice made here
 UNFILTERED_KINDS = ("roles", "items", "places", "events")  # the single-kind files, scored with every question too
 LOCAL_TIME = timezone(timedelta(hours=8), "UTC+8")
 
@@ -132,10 +132,10 @@ def data_dir(directory: Path) -> Path:
     return directory
 
 
-def files(directory: Path, *, held_out: bool = False) -> list[Path]:
-    """The tuning files of `directory`, or with `held_out` only the held-out (events) files, by name."""
+def files(directory: Path) -> list[Path]:
+    """The tuning files of `directory`, by name; never the held-out (events) files."""
     folder = data_dir(directory)
-    wanted = HELD_OUT_KINDS if held_out else TUNING_KINDS
+    wanted = TUNING_KINDS
     chosen = sorted(p for p in folder.glob("*.json") if kind_of(p) in wanted)
     if not chosen:
         raise InvalidInput("dir", f"{folder} holds no MemDaily files of kinds {', '.join(wanted)} (NN_type_kind.json)")

@@ -126,10 +126,9 @@ def test_a_file_of_another_shape_is_refused_saying_where(tmp_path: Path) -> None
         memdaily.load(path)
 
 
-def test_the_events_files_are_read_only_when_asked_for_and_a_checkout_is_found_from_its_root(tmp_path: Path) -> None:
+def test_the_events_files_are_never_read_and_a_checkout_is_found_from_its_root(tmp_path: Path) -> None:
     write_dir(tmp_path / memdaily.NATIVE_DIR)
     assert [p.name for p in memdaily.files(tmp_path)] == ["01_simple_roles.json"]
-    assert [p.name for p in memdaily.files(tmp_path, held_out=True)] == ["01_simple_events.json"]
 
 
 def test_recall_over_chosen_questions_averages_only_those() -> None:
@@ -152,7 +151,7 @@ def test_eval_memdaily_scores_the_unambiguous_questions_and_every_question_apart
         main(["eval", "memdaily", str(folder), "--mode", "keyword", "--k", "1,5", "--json", str(out), *store_args]) == 0
     )
     figures = json.loads(out.read_text(encoding="utf-8"))
-    assert [f["file"] for f in figures["files"]] == ["01_simple_roles"] and not figures["held_out"]
+    assert [f["file"] for f in figures["files"]] == ["01_simple_roles"]
     assert figures["files"][0] | {"turns": 8, "questions": 6, "unambiguous": 2} == figures["files"][0]
     kept = figures["unambiguous"]["keyword"]
     # Each kept question names what only its evidence holds: all its evidence in the top 5, its trajectory first.
@@ -161,15 +160,12 @@ def test_eval_memdaily_scores_the_unambiguous_questions_and_every_question_apart
     assert "held out" in capsys.readouterr().err
 
 
-def test_eval_memdaily_held_out_says_so(
-    tmp_path: Path, store_args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_eval_memdaily_has_no_way_to_run_the_held_out_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tideline_cli.main import main
 
     monkeypatch.setenv("TIDELINE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TIDELINE_EMBEDDER", "none")
-    folder = write_dir(tmp_path / "memdaily")
-    (folder / "01_simple_events.json").write_text(json.dumps(TRAJECTORIES, ensure_ascii=False), encoding="utf-8")
-    assert main(["eval", "memdaily", str(folder), "--mode", "keyword", "--held-out", *store_args]) == 0
-    captured = capsys.readouterr()
-    assert "HELD-OUT" in captured.err and "01_simple_events" in captured.out and "01_simple_roles" not in captured.out
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", "memdaily", str(write_dir(tmp_path / "memdaily")), "--held-out"])
+    assert refused.value.code == 2 and "--held-out" in capsys.readouterr().err
