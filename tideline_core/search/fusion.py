@@ -21,6 +21,11 @@ Methods:
   shrinks in proportion (a dense view's top ten cosines within 0.005: nothing told apart). The
   weight follows the spread, so ``monotone`` holds with ``flat`` only where a raise leaves a flat
   signal's top-ten spread as it was.
+- ``trust`` (min-max): a signal's weight times its confidence in this query to the power
+  ``trust[name]``; the confidence is how far its best candidate stands above the next ones (one less
+  the mean normalized score of ranks 2 to ten), so a keyword view that found one rare word's rows
+  weighs more than one whose top ten matched common words alike, and a dense view that separates
+  nothing weighs less. Like ``flat`` it follows the top ten, with the same reservation on ``monotone``.
 - ``"rrf"``: weighted reciprocal-rank fusion, weight / (rrf_k + rank), rank 1-based, tied scores
   share the best rank.
 
@@ -93,10 +98,12 @@ def combine(
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
     flat: Mapping[str, float] | None = None,
+    trust: Mapping[str, float] | None = None,
 ) -> tuple[dict[Hashable, float], dict[Hashable, dict[str, float]]]:
     """The fused score and per-signal contributions of every candidate, unsorted (see ``fuse``)."""
     floors = floors or {}
     flat = flat or {}
+    trust = trust or {}
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; expected one of {METHODS}")
     weights = weights or {}
@@ -108,6 +115,8 @@ def combine(
     for name in sorted(signals):
         w = float(weights.get(name, 1.0)) * _told_apart(signals[name], flat.get(name, 0.0))
         normalized = _normalize(signals[name], method, rrf_k, floors.get(name))
+        if trust.get(name) and method == "minmax":
+            w *= confidence(normalized) ** trust[name]
         for doc_id, value in normalized.items():
             contribution = w * value
             fused[doc_id] = fused.get(doc_id, 0.0) + contribution
@@ -123,6 +132,14 @@ def _told_apart(scores: Mapping[Hashable, float], flat: float) -> float:
     return min(1.0, (top[0] - top[-1]) / flat)
 
 
+def confidence(normalized: Mapping[Hashable, float]) -> float:
+    """How far a signal's best candidate stands above ranks 2 to `FLAT_DEPTH`: 1 less their mean min-max score."""
+    top = heapq.nlargest(FLAT_DEPTH, normalized.values())
+    if len(top) < 2:
+        return 1.0
+    return max(0.0, 1.0 - sum(top[1:]) / (len(top) - 1))
+
+
 def fuse(
     signals: Mapping[str, Mapping[Hashable, float]],
     *,
@@ -131,6 +148,7 @@ def fuse(
     rrf_k: float = 60.0,
     floors: Mapping[str, float] | None = None,
     flat: Mapping[str, float] | None = None,
+    trust: Mapping[str, float] | None = None,
     top_k: int | None = None,
 ) -> list[FusedHit]:
     """Fuse per-signal candidate scores into one ranking, best first.
@@ -142,7 +160,7 @@ def fuse(
     min-max scaling, so a signal whose candidates all score alike still tells strong from weak;
     without one, the lowest candidate score is the minimum.
     """
-    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors, flat=flat)
+    fused, parts = combine(signals, weights=weights, method=method, rrf_k=rrf_k, floors=floors, flat=flat, trust=trust)
     return [FusedHit(d, score, parts[d]) for d, score in rank(fused, top_k)]
 
 

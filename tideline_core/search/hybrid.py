@@ -71,6 +71,9 @@ CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "s
 FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
 # A dense view whose ten best cosines lie within this of each other tells nothing apart (fusion.py).
 FLAT = {"dense": 0.005, "ctx": 0.005}
+# How much each view's weight follows its confidence in the query (fusion.py). None: no setting that
+# bench/fusion_fit.py tried held on the evaluation set it was not chosen on (docs/retrieval.md).
+TRUST: dict[str, float] = {}
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
 GAMMA = 0.2  # neighbour spreading
 QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
@@ -204,7 +207,7 @@ class HybridSearch:
         self.source.row_signals(q, windows, named_in, signals)
         if mode == "keyword" and weights is QUESTION_WEIGHTS:
             weights = KEYWORD_QUESTION_WEIGHTS
-        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT)
+        scores, parts = combine(signals, weights=weights, floors=FLOORS, flat=FLAT, trust=TRUST)
         evidence = evidence_of(signals, dense=floors.bar if floors is not None else None)
         if "context" in kinds and mode != "dense":
             self._join(q, scores, parts)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tideline_core.search.fusion import METHODS, FusedHit, fuse, rank, spread_to_neighbours
+from tideline_core.search.fusion import METHODS, FusedHit, confidence, fuse, rank, spread_to_neighbours
 
 doc_ids = st.integers(min_value=0, max_value=40)
 scores = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinity=False)
@@ -155,3 +155,27 @@ def test_a_dense_view_that_tells_its_top_apart_keeps_its_full_weight():
     signals = {**signals, "dense": spread, "ctx": spread}
     flat = {"dense": 0.005, "ctx": 0.005}
     assert fuse(signals, flat=flat) == fuse(signals)
+
+
+def test_a_signal_is_sure_of_its_lone_best_and_unsure_of_a_top_ten_alike():
+    assert confidence({"a": 1.0}) == 1.0
+    assert confidence({"a": 1.0, **dict.fromkeys(range(12), 0.0)}) == 1.0
+    assert confidence(dict.fromkeys(range(12), 1.0)) == 0.0
+    assert 0.0 < confidence({i: i / 11 for i in range(12)}) < 1.0
+
+
+def test_with_trust_a_keyword_view_sure_of_one_row_outweighs_a_dense_view_that_ranks_its_top_alike():
+    rows = [f"t{i}" for i in range(20)]
+    keyword = {"rare": 9.0, **dict.fromkeys(rows, 0.5)}
+    # the dense view puts another row first and its next nine close behind: it knows little
+    dense = {"near": 0.90, **{r: 0.89 - 0.001 * i for i, r in enumerate(rows)}, "rare": 0.70}
+    signals = {"kw": keyword, "dense": dense}
+    weights = {"kw": 0.5, "dense": 1.0}
+    assert ranking(fuse(signals, weights=weights, floors={"kw": 0.0}))[0] == "near"
+    trusted = fuse(signals, weights=weights, floors={"kw": 0.0}, trust={"kw": 1.0, "dense": 1.0})
+    assert ranking(trusted)[0] == "rare"
+
+
+def test_trust_is_ignored_by_reciprocal_rank_fusion():
+    signals = {"kw": {"a": 3.0, "b": 1.0}, "dense": {"a": 0.1, "b": 0.9}}
+    assert fuse(signals, method="rrf", trust={"kw": 2.0}) == fuse(signals, method="rrf")
