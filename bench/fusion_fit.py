@@ -1,13 +1,16 @@
 """Choose hybrid fusion's per-query trust by leaving one evaluation set out; prints every rotation's figures.
 
     .venv/bin/python bench/fusion_fit.py --locomo ../shared/eval/locomo/locomo_dev.json \\
-        --madial ../shared/eval/madial-zh --memdaily MEMSIM_CHECKOUT --cache-dir DIR [--grid 0,0.5,1,2]
+        --madial ../shared/eval/madial-zh --memdaily MEMSIM_CHECKOUT --cache-dir DIR [--grid 0,0.5,1,2] \\
+        [--relative | --typical]
 
 Each set is loaded once through the service's write path (as `tideline eval` loads it) and every
 question asked through the same search, once per candidate setting of `hybrid.TRUST` (an exponent
 for the keyword views, one for the dense views). For each set left out, the setting with the best
 mean R@5 + R@10 over the other two is chosen and then measured on the one left out. Keyword and
-dense alone are asked once, for the bar hybrid must clear. MemDaily is scored on every question of
+dense alone are asked once, for the bar hybrid must clear. `--relative` takes each view's confidence
+over the geometric mean of the views' in the same query; `--typical` over the view's median
+confidence in the two choosing sets, with one exponent for every view. MemDaily is scored on every question of
 its tuning files; its events files are never read (`memdaily.files`). Prints figures; asserts nothing.
 """
 
@@ -20,7 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,19 +91,75 @@ def memdaily_set(path: Path, cache: Path) -> Ask:
 _COMBINE = hybrid.combine
 
 
-def relative_combine(signals: Signals, *, weights: Mapping[str, float], trust: Mapping[str, float], **rest: Any) -> Any:
-    """`combine` with each trusted view's confidence taken relative to the geometric mean of all trusted views'."""
-    floors = rest.get("floors") or {}
+def view_confidences(signals: Signals, views: Iterable[str], floors: Mapping[str, float]) -> dict[str, float]:
+    """Each view's confidence in this query, over its min-max scores as the fusion scales them."""
     sure: dict[str, float] = {}
-    for name, exponent in trust.items():
+    for name in views:
         found = signals.get(name)
-        if exponent and found:
+        if found:
             lo, hi = min(min(found.values()), floors.get(name, float("inf"))), max(found.values())
             sure[name] = max(1e-3, confidence({d: (v - lo) / (hi - lo) if hi > lo else 1.0 for d, v in found.items()}))
+    return sure
+
+
+def relative_combine(signals: Signals, *, weights: Mapping[str, float], trust: Mapping[str, float], **rest: Any) -> Any:
+    """`combine` with each trusted view's confidence taken relative to the geometric mean of all trusted views'."""
+    sure = view_confidences(signals, [n for n, e in trust.items() if e], rest.get("floors") or {})
     if sure:
         mean = math.exp(statistics.mean(math.log(c) for c in sure.values()))
         weights = {n: w * (sure[n] / mean) ** trust[n] if n in sure else w for n, w in weights.items()}
     return _COMBINE(signals, weights=weights, **rest)
+
+
+TYPICAL: dict[str, float] = {}  # each view's typical confidence, from the sets that choose
+SEEN: dict[str, list[float]] = {}  # the confidences of the queries asked, while recording
+
+
+def typical_combine(signals: Signals, *, weights: Mapping[str, float], trust: Mapping[str, float], **rest: Any) -> Any:
+    """`combine` with each view's confidence taken over the view's typical confidence (`TYPICAL`)."""
+    sure = view_confidences(signals, (*KEYWORD_VIEWS, *DENSE_VIEWS), rest.get("floors") or {})
+    for name, value in sure.items():
+        SEEN.setdefault(name, []).append(value)
+    weights = {
+        n: w * (sure[n] / TYPICAL[n]) ** trust[n] if trust.get(n) and n in sure and n in TYPICAL else w
+        for n, w in weights.items()
+    }
+    return _COMBINE(signals, weights=weights, **rest)
+
+
+def leave_typical_out(sets: Mapping[str, Ask], grid: Sequence[float]) -> None:
+    """`--typical`: per rotation, the views' typical confidences from the two choosing sets, one exponent for all."""
+    hybrid.combine = typical_combine  # type: ignore[assignment]
+    typical: dict[str, dict[str, float]] = {}
+    plain: dict[str, Measured] = {}
+    for name, ask in sets.items():
+        SEEN.clear()
+        plain[name] = measure(ask, "hybrid", (0.0, 0.0))
+        typical[name] = {view: statistics.median(values) for view, values in SEEN.items()}
+        print(f"{name}: typical confidence {typical[name]}", file=sys.stderr, flush=True)
+    print("\nleave one set out, each view's confidence over its typical one in the two choosing sets")
+    for left_out in sets:
+        others = [n for n in sets if n != left_out]
+        TYPICAL.clear()
+        TYPICAL.update(
+            {
+                view: statistics.mean(typical[n][view] for n in others if view in typical[n])
+                for view in typical[others[0]]
+            }
+        )
+        rows = {0.0: plain}
+        for exponent in (g for g in grid if g):
+            rows[exponent] = {n: measure(ask, "hybrid", (exponent, exponent)) for n, ask in sets.items()}
+        chosen = max(rows, key=lambda e: (statistics.mean(rows[e][n].objective for n in others), -e))
+        for exponent, by_set in rows.items():
+            figures = "  ".join(f"{n} {m.r5:.3f} / {m.r10:.3f}" for n, m in by_set.items())
+            print(f"  {left_out} left out, exponent {exponent:g}: {figures}")
+        got = rows[chosen][left_out]
+        print(
+            f"  → {left_out}: chosen {chosen:g}, measured {got.r5:.3f} / {got.r10:.3f}, "
+            f"without trust {plain[left_out].r5:.3f} / {plain[left_out].r10:.3f}",
+            flush=True,
+        )
 
 
 def measure(ask: Ask, mode: str, setting: Setting | None = None) -> Measured:
@@ -121,6 +180,9 @@ def main() -> int:
     parser.add_argument(
         "--relative", action="store_true", help="each view's confidence over the mean of the views' in the same query"
     )
+    parser.add_argument(
+        "--typical", action="store_true", help="each view's confidence over its typical one in the choosing sets"
+    )
     parser.add_argument("--grid", default="0,0.5,1,2", help="exponents tried for each of the two view groups")
     args = parser.parse_args()
     grid = [float(x) for x in args.grid.split(",")]
@@ -137,6 +199,9 @@ def main() -> int:
         started = time.perf_counter()
         sets[name] = build(path, args.cache_dir / f"{name.split()[0].lower()}.sqlite")
         print(f"loaded {name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    if args.typical:
+        leave_typical_out(sets, grid)
+        return 0
     alone = {name: {mode: measure(ask, mode) for mode in ("keyword", "dense")} for name, ask in sets.items()}
     table: dict[Setting, dict[str, Measured]] = {}
     for setting in itertools.product(grid, grid):
