@@ -140,6 +140,11 @@ def confidence(normalized: Mapping[Hashable, float]) -> float:
     return max(0.0, 1.0 - sum(top[1:]) / (len(top) - 1))
 
 
+def confidence_of(scores: Mapping[Hashable, float], floor: float | None = None) -> float:
+    """A signal's `confidence` over its raw scores, min-max scaled as `combine` scales them."""
+    return confidence(_normalize(scores, "minmax", 0.0, floor))
+
+
 def fuse(
     signals: Mapping[str, Mapping[Hashable, float]],
     *,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tideline_core.search.fusion import METHODS, FusedHit, confidence, fuse, rank, spread_to_neighbours
+from tideline_core.search.fusion import METHODS, FusedHit, confidence, confidence_of, fuse, rank, spread_to_neighbours
 
 doc_ids = st.integers(min_value=0, max_value=40)
 scores = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinity=False)
@@ -179,3 +179,9 @@ def test_with_trust_a_keyword_view_sure_of_one_row_outweighs_a_dense_view_that_r
 def test_trust_is_ignored_by_reciprocal_rank_fusion():
     signals = {"kw": {"a": 3.0, "b": 1.0}, "dense": {"a": 0.1, "b": 0.9}}
     assert fuse(signals, method="rrf", trust={"kw": 2.0}) == fuse(signals, method="rrf")
+
+
+def test_a_signals_confidence_is_read_off_its_raw_scores_as_the_fusion_scales_them():
+    keyword = {"rare": 9.0, **dict.fromkeys(range(12), 0.9)}
+    assert confidence_of(keyword, floor=0.0) == pytest.approx(0.9)
+    assert confidence_of(keyword) == 1.0, "without a floor the lowest candidate is the minimum"
