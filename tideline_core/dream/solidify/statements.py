@@ -3,6 +3,8 @@
 Pure: a sentence and the conversation's speaker names in, a frozen `Statement` out. The rules:
 
 - Question: it ends in ? or ？, or (Chinese) in 吗 呢 么 before its last mark.
+- Directive: it tells the listener what to do ("Don't be afraid…", "Enjoy…", "Let me know…", "Feel free…",
+  "Make sure…", "别…", "记得…"): advice or a request, nothing that happened to anyone.
 - Greeting: once greeting and thanking words ("hi", "thanks", "good to see you", "你好", "谢谢"),
   the speakers' names and punctuation are taken out, fewer than 2 words are left.
 - Reaction: it opens with an interjection or a verdict on what the other said ("Wow", "That's
@@ -10,6 +12,8 @@ Pure: a sentence and the conversation's speaker names in, a frozen `Statement` o
   "真棒", "是啊"), or it is about the listener: "you/your" outnumber "I/my/we" and it names nothing
   and no time or figure. A reaction that goes on to state a fact of its own ("Wow, I ran 5 km today") is a
   reaction all the same: the sentence after it is where the fact is.
+- Catching up ("Been a busy week since we talked", "Since we last spoke, …", "好久没聊了") says only that
+  time passed between two conversations: it is taken out before the rest is judged.
 - Cues a statement may carry: `self` (the speaker says I/my/we: a fact about a person, not a maxim),
   `event` (a subject, I/we/he/she/they, "the …" or a Name, with a past-tense verb), `plan` (going
   to, gonna, planning, thinking about, hoping to, next week, tomorrow, signed up, booked; 打算 准备
@@ -32,7 +36,7 @@ from typing import Any, Literal
 
 from tideline_core.text.tokens import initialize
 
-Kind = Literal["question", "greeting", "reaction", "statement"]
+Kind = Literal["question", "greeting", "reaction", "directive", "statement"]
 FACT_WEIGHT = 2.0  # a statement carries a fact from here: self and one cue, or two cues
 _WEIGHTS = {"self": 1.0, "name": 1.0, "number": 1.0, "date": 1.0}
 _CUE_WEIGHT = 1.5
@@ -74,6 +78,20 @@ _ZH_REACTION = re.compile(
     r"^(?:太(?:好|棒|厉害|赞|酷|可爱|有趣|美|开心)|真(?:的)?(?:棒|好|厉害|不错|有趣|美|聪明)|哇|哇塞|哈哈|呵呵|嘿嘿|天哪|天啊|我的天|太好了|太棒了|太厉害了|真棒|真好|真厉害|好棒|好厉害|厉害|不错|挺好|很好|是啊|是呀|对啊|对呀"
     r"|没错|确实|加油|恭喜|祝贺|羡慕|哎呀|唉|嗯|哦|噢|好的|好吧|同意|你真|你太|你好棒|你做得|辛苦)"
 )
+_DIRECTIVE = re.compile(
+    r"^(?:don['’]t|do not|never|please|enjoy|have (?:fun|a (?:great|good|nice|wonderful|blast))|take care"
+    r"|let me know|feel free|make sure|remember to|go for it|check (?:it|this|that) out"
+    r"|if you (?:know|need|want|ever|have)\b.*\blet me know)\b",
+    re.IGNORECASE,
+)
+_ZH_DIRECTIVE = re.compile(r"^(?:别|不要|千万|记得|一定要|请你|麻烦你|有空|有需要)")
+_CATCH_UP = re.compile(
+    r"^(?:(?:it['’]s |it has |has )?been (?:a |an |such a )?(?:\w+ )?(?:while|week|month|day|few (?:days|weeks|months)"
+    r"|couple (?:of )?(?:days|weeks))(?: since (?:we|i) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?)?"
+    r"|since (?:we|i) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?)\b[\s,!.:;-]*",
+    re.IGNORECASE,
+)
+_ZH_CATCH_UP = re.compile(r"^(?:好久没(?:聊|见|联系)了?|自从上次(?:聊|见)(?:天|面)?(?:以后|之后)?)[，,！!。 ]*")
 _FIRST_PERSON = frozenset("i i'm i've i'd i'll me my mine myself we we're we've we'd we'll us our ours".split())
 _SECOND_PERSON = frozenset("you you're you've you'd you'll your yours yourself".split())
 _IRREGULAR_PAST = (
@@ -193,8 +211,16 @@ def _judge_english(text: str, names: frozenset[str]) -> Statement:
         if names
         else opening
     )
+    opening = opening.lstrip(" ,!.-–—")
+    if _CATCH_UP.match(opening):
+        text = opening = _CATCH_UP.sub("", opening)
+        words = [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+        if len([w for w in words if w not in _EN_GREETING and w not in names]) < 2:
+            return Statement("greeting", frozenset())
+    if _DIRECTIVE.match(opening):
+        return Statement("directive", frozenset())
     cues = _english_cues(text, words, names)
-    if _REACTION_OPENERS.match(opening.lstrip(" ,!.-–—")):
+    if _REACTION_OPENERS.match(opening):
         return Statement("reaction", frozenset())
     first = sum(w in _FIRST_PERSON for w in words)
     second = sum(w in _SECOND_PERSON for w in words)
@@ -241,7 +267,15 @@ def _judge_chinese(text: str, names: frozenset[str]) -> Statement:
     core = text
     for name in sorted(names, key=len, reverse=True):
         core = core.removeprefix(name)
-    if _ZH_REACTION.match(core.lstrip("，,！!。 ")):
+    core = core.lstrip("，,！!。 ")
+    if _ZH_CATCH_UP.match(core):
+        text = core = _ZH_CATCH_UP.sub("", core)
+        tagged = _tag(re.sub(rf"[^{_HAN}A-Za-z0-9]", "", text))
+        if len("".join(w for w, _ in tagged if w not in _ZH_GREETING and w.lower() not in names)) < 3:
+            return Statement("greeting", frozenset())
+    if _ZH_DIRECTIVE.match(core):
+        return Statement("directive", frozenset())
+    if _ZH_REACTION.match(core):
         return Statement("reaction", frozenset())
     cues: set[str] = set()
     checks = (

@@ -48,6 +48,39 @@ def test_statements_of_plans_dates_names_numbers_and_preferences_carry_facts(tex
     assert judged.fact
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't be afraid to take risks - I'm 100% behind you!",
+        "Enjoy the good feels tomorrow, you earned it!",
+        "If you know anyone who might be interested in volunteering for the event, let me know.",
+        "Feel free to call me on Sunday.",
+        "别忘了周五下午三点的会。",
+        "记得明天带上护照。",
+    ],
+)
+def test_telling_the_listener_what_to_do_is_a_directive_not_a_fact(text: str) -> None:
+    judged = judge(text, SPEAKERS)
+    assert judged.kind == "directive"
+    assert not judged.fact
+
+
+@pytest.mark.parametrize(
+    "text", ["Been a busy week since we talked.", "Since we spoke last, I've had quite the adventure!"]
+)
+def test_catching_up_on_the_time_between_two_conversations_carries_no_fact(text: str) -> None:
+    assert not judge(text, SPEAKERS).fact
+
+
+def test_what_follows_catching_up_is_judged_on_its_own() -> None:
+    judged = judge("Since we last spoke, I signed up for a pottery class in March.", SPEAKERS)
+    assert judged.kind == "statement"
+    assert {"decision", "date"} <= judged.cues
+    assert judged.fact
+    assert judge("好久没聊了，我下个月要去上海出差。", SPEAKERS).fact
+    assert not judge("好久没聊了！", SPEAKERS).fact
+
+
 def test_a_maxim_with_no_person_time_or_name_carries_no_fact() -> None:
     assert not judge("Family is everything.", SPEAKERS).fact
     assert not judge("Taking care of ourselves is vital.", SPEAKERS).fact
