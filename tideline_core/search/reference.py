@@ -24,6 +24,7 @@ evidence only; fusion keeps the margins over the sentence floor.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.numeric import np
 
 SPREADS = 2.5
+_IDENTIFIER = re.compile(r"[\w.+'-]+@[\w.-]+|https?://[!-~]+|[A-Za-z0-9_.'-]*\d[A-Za-z0-9_.'-]*", re.ASCII)
 MIN_LETTERS = 3
 HAN, OTHER = "han", "latin"
 
@@ -158,7 +160,14 @@ class Floors:
 
 
 def script_of(text: str) -> str:
-    """`HAN` for a text written mostly in Chinese characters (each carries about a word), else `OTHER`."""
+    """`HAN` for a text written mostly in Chinese characters (each carries about a word), else `OTHER`.
+
+    Identifiers (e-mail addresses, links, runs of letters and digits such as a phone number or a
+    product model) are no language's words: a Chinese sentence giving a long e-mail address is
+    Chinese. Counted as Latin letters they would put it on the other script's floor, far below
+    its own for a Chinese query, and lift it above every Chinese row that bears on the question.
+    """
+    text = _IDENTIFIER.sub(" ", text)
     han = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf")
     letters = sum(1 for ch in text if ch.isalpha()) - han
     return HAN if han and 3 * han >= letters else OTHER

@@ -14,6 +14,13 @@ def test_a_row_is_held_against_the_script_most_of_its_words_are_in() -> None:
     assert script_of("The train to Leeds leaves at 7:40") == OTHER
 
 
+def test_an_identifier_in_a_chinese_sentence_leaves_it_chinese() -> None:
+    assert script_of("我同事的邮箱地址是zhao-yuxuan1012@westlakehospital.com。") == HAN
+    assert script_of("我手头的手机是OPPOReno7，网址是https://www.oppo.com/cn/smartphones/") == HAN
+    assert script_of("我的电话是19880466415") == HAN
+    assert script_of("Mail me at zhao.yuxuan@example.com tomorrow") == OTHER
+
+
 def test_a_text_of_a_letter_or_two_is_too_short_to_mean_anything() -> None:
     assert not meaningful("x") and not meaningful("ok!") and not meaningful("嗯")
     assert meaningful("idem test 1") and meaningful("游泳课")
