@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert, select
 
-from tideline_core.attention.heatmap import Hit
 from tideline_core.errors import InvalidInput
 from tideline_core.store.lookup import owned_rows
 from tideline_core.store.schema import AttentionHit, Narrative
 from tideline_core.text.dates import utcnow
+
+if TYPE_CHECKING:
+    from tideline_core.attention.heatmap import Hit
 
 MAX_SOURCE = 16
 
@@ -55,6 +58,8 @@ def log_hits(
 
 def hits_since(conn: Connection, agent_id: str, days: int) -> list[Hit]:
     """The agent's logged hits of the last `days` days."""
+    from tideline_core.attention.heatmap import Hit  # the heatmap's input: what only logs hits does not load it
+
     since = utcnow() - timedelta(days=days)
     return [
         Hit(r.narrative_id, r.similarity, r.source, r.created_at)

@@ -19,7 +19,6 @@ from tideline_core.domain.records import (
     SnapshotRecord,
     ThreadRecord,
 )
-from tideline_core.dream.graph.store import own_names
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.store import profiles
 from tideline_core.store.lookup import chunks
@@ -50,7 +49,9 @@ class SessionSources:
 
 def session_sources(conn: Connection, agent_id: str, since: datetime, rules: InjectRules) -> SessionSources:
     """Everything the session-start tiers choose from, in one read transaction."""
-    from tideline_core.dream.recluster.store import read_topics  # the clustering's numpy: not for a per-turn block
+    # The dream's stores (the clustering's numpy, the entity graph's parsing): not for a per-turn block.
+    from tideline_core.dream.graph.store import own_names
+    from tideline_core.dream.recluster.store import read_topics
 
     snapshots = profiles.read_snapshots(conn, agent_id, limit=1)
     threads = [

@@ -14,6 +14,9 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
     BrowseOps     a person's listing of memories, one memory whole, sessions (service/browse.py)
     EditOps       a person's new version, supersession, restore: undoable  (service/edit.py)
+
+Every process builds this one `Service`, a hook answering a single prompt included; so an operation
+imports what only it needs (the dream's runner and stores, the importers, the heatmap) where it runs.
 """
 
 from tideline_core.service.browse import BrowseOps, MemoryFilter, MemoryPage, MemoryView, SessionView
