@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Table, insert, select
 
 from tideline_core.errors import InvalidInput
 from tideline_core.store.lookup import owned_rows
@@ -35,14 +35,15 @@ def log_hits(
         wanted.setdefault(int(narrative_id), None if similarity is None else float(similarity))
     if not wanted:
         return 0
-    own = {r.id for r in owned_rows(conn, Narrative.__table__, agent_id, wanted, [Narrative.id])}
+    narratives, table = Narrative.__table__, cast(Table, AttentionHit.__table__)
+    own = {r.id for r in owned_rows(conn, narratives, agent_id, wanted, [narratives.c.id])}
     logged = set(
         conn.execute(
-            select(AttentionHit.narrative_id).where(
-                AttentionHit.agent_id == agent_id,
-                AttentionHit.created_at == at,
-                AttentionHit.source == source,
-                AttentionHit.narrative_id.in_(list(wanted)),
+            select(table.c.narrative_id).where(
+                table.c.agent_id == agent_id,
+                table.c.created_at == at,
+                table.c.source == source,
+                table.c.narrative_id.in_(list(wanted)),
             )
         ).scalars()
     )
@@ -52,7 +53,7 @@ def log_hits(
         if nid in own and nid not in logged
     ]
     if rows:
-        conn.execute(insert(AttentionHit), rows)
+        conn.execute(insert(table), rows)
     return len(rows)
 
 

@@ -130,20 +130,21 @@ def _linked_weight(conn: Connection, agent_id: str, turns: list[ContextTurnRecor
 def shown(conn: Connection, agent_id: str, session_id: str) -> set[tuple[str, int]]:
     """(kind, id) of every row this session was shown, but a memory amended since it was last shown: the session
     has not seen the correction."""
+    shows, notes = Injection.__table__.c, Amendment.__table__.c
     seen = {
         (kind, int(row_id)): at
         for kind, row_id, at in conn.execute(
-            select(Injection.kind, Injection.row_id, Injection.injected_at).where(
-                Injection.agent_id == agent_id, Injection.session_id == session_id
+            select(shows.kind, shows.row_id, shows.injected_at).where(
+                shows.agent_id == agent_id, shows.session_id == session_id
             )
         )
     }
     amended: dict[int, datetime] = {}
     for chunk in chunks([row_id for kind, row_id in seen if kind == "narrative"]):
         for narrative_id, latest in conn.execute(
-            select(Amendment.narrative_id, func.max(Amendment.created_at))
-            .where(Amendment.narrative_id.in_(chunk))
-            .group_by(Amendment.narrative_id)
+            select(notes.narrative_id, func.max(notes.created_at))
+            .where(notes.narrative_id.in_(chunk))
+            .group_by(notes.narrative_id)
         ):
             amended[int(narrative_id)] = latest
     return {
@@ -180,8 +181,9 @@ def remember_shown(
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         insert = pg_insert
-    statement = insert(Injection)
-    keys = [Injection.agent_id, Injection.session_id, Injection.kind, Injection.row_id]
+    table = Injection.__table__
+    statement = insert(table)
+    keys = [table.c.agent_id, table.c.session_id, table.c.kind, table.c.row_id]
     conn.execute(
         statement.on_conflict_do_update(index_elements=keys, set_={"injected_at": statement.excluded.injected_at}),
         values,
