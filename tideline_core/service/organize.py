@@ -10,22 +10,13 @@ from tideline_core.domain.inputs import GraphQuery, SoftClustersQuery, TopicsQue
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
-from tideline_core.service.results import (
-    ClusterMemberView,
-    GraphMode,
-    GraphView,
-    SoftClustersView,
-    StatusReport,
-    TopicSample,
-    TopicsView,
-    TopicView,
-)
 from tideline_core.store import events, status
 from tideline_core.store.narratives import load_narratives
 from tideline_core.text.dates import human, utcnow
 
 if TYPE_CHECKING:
     from tideline_core.attention.heatmap import Heatmap
+    from tideline_core.service.results import GraphMode, GraphView, SoftClustersView, StatusReport, TopicsView
 
 NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
 BUILT_EMPTY = "the {stage} stage ran {when} and found {what}"
@@ -43,6 +34,7 @@ class OrganizeOps(ServiceParts):
     def graph(self, agent_id: str, query: GraphQuery) -> GraphView:
         """Top nodes and edges; one entity and its edges; or the edges between two entities."""
         from tideline_core.dream.graph import store as entities
+        from tideline_core.service.results import GraphView
 
         mode: GraphMode = "pair" if query.other is not None else "entity" if query.entity is not None else "top"
         note = None
@@ -68,6 +60,7 @@ class OrganizeOps(ServiceParts):
     def soft_clusters(self, agent_id: str, query: SoftClustersQuery) -> SoftClustersView:
         """Every soft cluster; or one cluster's members; and, for a query text, where it would land."""
         from tideline_core.dream.recluster import store as clusters
+        from tideline_core.service.results import ClusterMemberView, SoftClustersView
 
         vector, note = None, None
         if query.query is not None:
@@ -99,6 +92,7 @@ class OrganizeOps(ServiceParts):
     def topics(self, agent_id: str, query: TopicsQuery) -> TopicsView:
         """The largest topic clusters, each with a few of its newest narratives."""
         from tideline_core.dream.recluster import store as clusters
+        from tideline_core.service.results import TopicSample, TopicsView, TopicView
 
         with self.db.read() as conn:
             found = clusters.read_topics(conn, agent_id, limit=query.limit, sample=query.sample)
@@ -136,6 +130,7 @@ class OrganizeOps(ServiceParts):
         """What the agent's memory holds, what is pending, and how the pipeline is doing."""
         from tideline_core.dream.runner import review
         from tideline_core.dream.runner.runs import last_chain, recent_runs
+        from tideline_core.service.results import StatusReport
 
         with self.db.read() as conn:
             counts = status.counts(conn, agent_id)
