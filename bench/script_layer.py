@@ -29,7 +29,8 @@ import numpy as np
 import synthetic
 from sqlalchemy import insert
 
-from tideline_core.attention import heatmap, hits_since
+from tideline_core.attention.heatmap import heatmap
+from tideline_core.attention.store import hits_since
 from tideline_core.dream import StageContext, nightly_stages
 from tideline_core.dream.graph import store as graph
 from tideline_core.dream.plan import AddSourceLink, Plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -16,18 +17,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a BLAS thread per core only slows both.
     # Set before numpy is first imported, which is what reads it; an explicit setting wins.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from pydantic import ValidationError
-
-    from tideline_core.settings import Settings
-
+    # The collector waits while the server's modules load: their objects, none of them garbage, would
+    # set it scanning the whole heap again and again while a client waits for tools/list. What they
+    # left is then frozen out of later collections (it lives as long as the process anyway).
+    gc.disable()
     try:
-        settings = Settings()
-    except ValidationError as exc:
-        print(f"tideline: error: invalid settings: {exc}", file=sys.stderr)
-        return 2
-    # The model and jieba's dictionary load once the server is up (`app._warm_up`), not beside its
-    # imports: loading them takes the interpreter from the imports, and a client waits for tools/list.
-    from mcp_server.app import run
+        from pydantic import ValidationError
+
+        from tideline_core.settings import Settings
+
+        try:
+            settings = Settings()
+        except ValidationError as exc:
+            print(f"tideline: error: invalid settings: {exc}", file=sys.stderr)
+            return 2
+        # The model and jieba's dictionary load once the server is up (`app._warm_up`), not beside its
+        # imports: loading them takes the interpreter from the imports, and a client waits for tools/list.
+        from mcp_server.app import run
+    finally:
+        gc.freeze()
+        gc.enable()
 
     run(settings, transport="http" if "--http" in args else "stdio")
     return 0

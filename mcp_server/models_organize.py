@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from mcp_server.models import Result
-from tideline_core.attention import Heatmap, to_markdown
+from tideline_core.attention.heatmap import Heatmap, to_markdown
 
 # --- memory_graph -----------------------------------------------------------------------------
 

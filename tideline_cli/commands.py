@@ -16,8 +16,8 @@ from tideline_cli.output import dumps
 from tideline_cli.stack import console_answers, console_url, redacted_url
 from tideline_core.domain.inputs import ContextTurnIn, InjectIn, NarrativeIn, PrefetchIn, SearchIn, WriteKey, parse
 from tideline_core.errors import InvalidInput
-from tideline_core.service import StatusReport
 from tideline_core.service.notices import other_agents_notice
+from tideline_core.service.results import StatusReport
 from tideline_core.settings import Settings
 
 # Each option of `write` and `search` is a field of the core input model it fills (see `fields`).

@@ -6,22 +6,23 @@ evaluation. Settings are read by the composition roots that call this, and by no
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tideline_core.dream.contract import StageContext
 from tideline_core.embedding import Embedder, HttpEmbedder, LocalE5Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError
 from tideline_core.inject.setup import InjectSetup
 from tideline_core.inject.tiers import InjectRules
-from tideline_core.llm import ChatLLM, llm_from_settings
-from tideline_core.search import memory_source
 from tideline_core.search.cold import ColdSearch
 from tideline_core.search.hits import Searcher
-from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
 from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
+
+if TYPE_CHECKING:
+    from tideline_core.llm import ChatLLM
+    from tideline_core.search.hybrid import HybridSearch
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -94,7 +95,7 @@ def compose(
             db=db,
             embedder=None if isinstance(active, NoEmbedder) else active,
             known_persons=settings.known_person_aliases(),
-            llm=llm_from_settings(settings) if llm == "settings" else llm,
+            llm=dream_llm(settings) if llm == "settings" else llm,
             llm_run_tokens=settings.llm_run_tokens,
             llm_day_tokens=settings.llm_day_tokens,
             review=settings.dream_review,
@@ -102,6 +103,15 @@ def compose(
         query_timeout=settings.query_embedding_timeout,
         inject=inject_setup(settings),
     )
+
+
+def dream_llm(settings: Settings) -> ChatLLM | None:
+    """The LLM the settings name for the dream; None without one, and then its client is not even imported."""
+    if not settings.llm_enabled:
+        return None
+    from tideline_core.llm import llm_from_settings
+
+    return llm_from_settings(settings)
 
 
 def require_vectors(db: Database) -> None:
@@ -120,6 +130,8 @@ def searcher_for(
         from tideline_core.search import pg_source  # only a PostgreSQL process loads it
 
         return pg_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
+    from tideline_core.search import memory_source  # the in-memory indexes: never loaded by a cold process
+
     return memory_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts)
 
 

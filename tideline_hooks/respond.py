@@ -6,17 +6,18 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.domain.inputs import MAX_QUERY, InjectIn, PrefetchIn, parse
 from tideline_core.errors import InvalidInput
-from tideline_core.importing import Line, SessionItem, SourceTurn, lines_of, parse_claude_code, parse_codex
 from tideline_core.inject.render import Block
 from tideline_core.service import Service, SessionsImported
 from tideline_hooks.events import HookEvent, hook_output
 from tideline_hooks.offsets import Mark, TranscriptOffsets
 
-PARSERS = {"claude-code": parse_claude_code, "codex": parse_codex}
+if TYPE_CHECKING:
+    from tideline_core.importing.lines import Line, SessionItem
+
 NOTHING_NEW = SessionsImported(
     files=0,
     sessions_added=0,
@@ -72,9 +73,13 @@ def record_transcript(
     file later, stores nothing twice. The offset moves past every complete line read, turn or not;
     a last line still being written is left for the next call.
     """
-    parser = PARSERS.get(runtime)
+    # The transcripts' readers load here, when a transcript is read: the blocks of a hook without a server never do.
+    from tideline_core.importing import lines_of, parse_claude_code, parse_codex
+
+    parsers = {"claude-code": parse_claude_code, "codex": parse_codex}
+    parser = parsers.get(runtime)
     if parser is None:
-        raise InvalidInput("runtime", f"must be one of {', '.join(PARSERS)}, got {runtime!r}")
+        raise InvalidInput("runtime", f"must be one of {', '.join(parsers)}, got {runtime!r}")
     with offsets.held(transcript) as held:
         try:
             stat = os.stat(transcript)
@@ -109,6 +114,8 @@ class _Follow:
                 self.reached = line.end
 
     def items(self, items: Iterable[SessionItem]) -> Iterator[SessionItem]:
+        from tideline_core.importing.lines import SourceTurn
+
         for item in items:
             if isinstance(item, SourceTurn):
                 self.session = item.session_id

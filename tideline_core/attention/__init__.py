@@ -1,6 +1,8 @@
-"""Attention: every retrieval hit logged (by the ingest worker), and the heatmap of where hits land."""
+"""Attention: every retrieval hit logged (by the ingest worker), and the heatmap of where hits land.
 
-from tideline_core.attention.heatmap import Heatmap, Hit, heatmap, to_markdown
-from tideline_core.attention.store import hits_since, log_hits
+`store` logs the hits and reads them back, `heatmap` (pure) attributes them to clusters. Each is
+imported by name: this package re-exports nothing, so what only logs a hit (a hook showing a block)
+does not load the heatmap.
+"""
 
-__all__ = ["Heatmap", "Hit", "heatmap", "hits_since", "log_hits", "to_markdown"]
+__all__ = ["heatmap", "store"]

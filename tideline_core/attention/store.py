@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Table, insert, select
 
-from tideline_core.attention.heatmap import Hit
 from tideline_core.errors import InvalidInput
 from tideline_core.store.lookup import owned_rows
 from tideline_core.store.schema import AttentionHit, Narrative
 from tideline_core.text.dates import utcnow
+
+if TYPE_CHECKING:
+    from tideline_core.attention.heatmap import Hit
 
 MAX_SOURCE = 16
 
@@ -32,14 +35,15 @@ def log_hits(
         wanted.setdefault(int(narrative_id), None if similarity is None else float(similarity))
     if not wanted:
         return 0
-    own = {r.id for r in owned_rows(conn, Narrative.__table__, agent_id, wanted, [Narrative.id])}
+    narratives, table = Narrative.__table__, cast(Table, AttentionHit.__table__)
+    own = {r.id for r in owned_rows(conn, narratives, agent_id, wanted, [narratives.c.id])}
     logged = set(
         conn.execute(
-            select(AttentionHit.narrative_id).where(
-                AttentionHit.agent_id == agent_id,
-                AttentionHit.created_at == at,
-                AttentionHit.source == source,
-                AttentionHit.narrative_id.in_(list(wanted)),
+            select(table.c.narrative_id).where(
+                table.c.agent_id == agent_id,
+                table.c.created_at == at,
+                table.c.source == source,
+                table.c.narrative_id.in_(list(wanted)),
             )
         ).scalars()
     )
@@ -49,12 +53,14 @@ def log_hits(
         if nid in own and nid not in logged
     ]
     if rows:
-        conn.execute(insert(AttentionHit), rows)
+        conn.execute(insert(table), rows)
     return len(rows)
 
 
 def hits_since(conn: Connection, agent_id: str, days: int) -> list[Hit]:
     """The agent's logged hits of the last `days` days."""
+    from tideline_core.attention.heatmap import Hit  # the heatmap's input: what only logs hits does not load it
+
     since = utcnow() - timedelta(days=days)
     return [
         Hit(r.narrative_id, r.similarity, r.source, r.created_at)

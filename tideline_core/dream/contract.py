@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tideline_core.dream.plan import Plan
-
 if TYPE_CHECKING:
     from tideline_core.dream.asking import StageLLM
+    from tideline_core.dream.plan import Plan
     from tideline_core.embedding import Embedder
     from tideline_core.llm import ChatLLM
     from tideline_core.store.database import Database
@@ -43,11 +42,18 @@ class StageContext:
     review: str = "off"  # which plans are kept as proposals instead of applied: off, llm or all (`runner.review`)
 
 
+def _no_plan() -> Plan:
+    # The plan's types load with the first stage that plans, not with the contract every service holds.
+    from tideline_core.dream.plan import Plan
+
+    return Plan()
+
+
 @dataclass(frozen=True)
 class StageOutput:
     figures: dict[str, Any]  # JSON values: recorded in dream_runs and returned to whoever started the stage
     report: str = ""  # Markdown for people, returned but not recorded
-    plan: Plan = field(default_factory=Plan)  # what to change in memory: applied with the run's record
+    plan: Plan = field(default_factory=_no_plan)  # what to change in memory: applied with the run's record
     skipped: str = ""  # why the stage did nothing (no LLM configured, the token budget spent)
 
 

@@ -19,7 +19,6 @@ from tideline_core.domain.records import (
     SnapshotRecord,
     ThreadRecord,
 )
-from tideline_core.dream.graph.store import own_names
 from tideline_core.inject.tiers import OPEN_STATUSES, InjectRules
 from tideline_core.store import profiles
 from tideline_core.store.lookup import chunks
@@ -50,7 +49,9 @@ class SessionSources:
 
 def session_sources(conn: Connection, agent_id: str, since: datetime, rules: InjectRules) -> SessionSources:
     """Everything the session-start tiers choose from, in one read transaction."""
-    from tideline_core.dream.recluster.store import read_topics  # the clustering's numpy: not for a per-turn block
+    # The dream's stores (the clustering's numpy, the entity graph's parsing): not for a per-turn block.
+    from tideline_core.dream.graph.store import own_names
+    from tideline_core.dream.recluster.store import read_topics
 
     snapshots = profiles.read_snapshots(conn, agent_id, limit=1)
     threads = [
@@ -129,20 +130,21 @@ def _linked_weight(conn: Connection, agent_id: str, turns: list[ContextTurnRecor
 def shown(conn: Connection, agent_id: str, session_id: str) -> set[tuple[str, int]]:
     """(kind, id) of every row this session was shown, but a memory amended since it was last shown: the session
     has not seen the correction."""
+    shows, notes = Injection.__table__.c, Amendment.__table__.c
     seen = {
         (kind, int(row_id)): at
         for kind, row_id, at in conn.execute(
-            select(Injection.kind, Injection.row_id, Injection.injected_at).where(
-                Injection.agent_id == agent_id, Injection.session_id == session_id
+            select(shows.kind, shows.row_id, shows.injected_at).where(
+                shows.agent_id == agent_id, shows.session_id == session_id
             )
         )
     }
     amended: dict[int, datetime] = {}
     for chunk in chunks([row_id for kind, row_id in seen if kind == "narrative"]):
         for narrative_id, latest in conn.execute(
-            select(Amendment.narrative_id, func.max(Amendment.created_at))
-            .where(Amendment.narrative_id.in_(chunk))
-            .group_by(Amendment.narrative_id)
+            select(notes.narrative_id, func.max(notes.created_at))
+            .where(notes.narrative_id.in_(chunk))
+            .group_by(notes.narrative_id)
         ):
             amended[int(narrative_id)] = latest
     return {
@@ -179,8 +181,9 @@ def remember_shown(
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         insert = pg_insert
-    statement = insert(Injection)
-    keys = [Injection.agent_id, Injection.session_id, Injection.kind, Injection.row_id]
+    table = Injection.__table__
+    statement = insert(table)
+    keys = [table.c.agent_id, table.c.session_id, table.c.kind, table.c.row_id]
     conn.execute(
         statement.on_conflict_do_update(index_elements=keys, set_={"injected_at": statement.excluded.injected_at}),
         values,

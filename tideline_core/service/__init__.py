@@ -14,6 +14,11 @@ hybrid searcher and a `JobQueue` (derived work goes there after a write commits)
     InjectOps     the session-start and per-turn blocks                    (service/inject.py)
     BrowseOps     a person's listing of memories, one memory whole, sessions (service/browse.py)
     EditOps       a person's new version, supersession, restore: undoable  (service/edit.py)
+
+`results` holds what most operations return, imported by name: this package does not re-export it.
+Every process builds this one `Service`, a hook answering a single prompt included; so an operation
+imports what only it needs (the dream's runner and stores, the importers, the heatmap, its result
+type) where it runs.
 """
 
 from tideline_core.service.browse import BrowseOps, MemoryFilter, MemoryPage, MemoryView, SessionView
@@ -26,16 +31,6 @@ from tideline_core.service.knowledge import KnowledgeOps
 from tideline_core.service.memory import MemoryOps
 from tideline_core.service.organize import OrganizeOps
 from tideline_core.service.pipeline import ImportReport, PipelineOps, ReconcileReport
-from tideline_core.service.results import (
-    ClusterMemberView,
-    GraphView,
-    NarrativeWrite,
-    SoftClustersView,
-    StatusReport,
-    TopicsView,
-    TopicView,
-    TurnsRecorded,
-)
 
 
 class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, ImportOps, DreamOps, InjectOps, BrowseOps, EditOps):
@@ -44,12 +39,10 @@ class Service(MemoryOps, KnowledgeOps, OrganizeOps, PipelineOps, ImportOps, Drea
 
 __all__ = [
     "BrowseOps",
-    "ClusterMemberView",
     "DreamOps",
     "DreamRunView",
     "EditOps",
     "EditOutcome",
-    "GraphView",
     "ImportObserver",
     "ImportOps",
     "ImportReport",
@@ -57,19 +50,13 @@ __all__ = [
     "MemoryFilter",
     "MemoryPage",
     "MemoryView",
-    "NarrativeWrite",
     "NullJobQueue",
     "ReconcileReport",
     "Service",
     "SessionView",
     "SessionsImported",
-    "SoftClustersView",
-    "StatusReport",
     "TaskResult",
-    "TopicView",
-    "TopicsView",
     "Triggered",
-    "TurnsRecorded",
     "UndoReport",
     "change_dict",
 ]

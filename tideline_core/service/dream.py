@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline_core.dream.registry import stage_named
-from tideline_core.dream.runner import review
-from tideline_core.dream.runner.changes import RowChange, StoredChange
-from tideline_core.dream.runner.running import run_stage
-from tideline_core.dream.runner.runs import (
-    CORRECTIONS,
-    NIGHTLY,
-    DreamRunRecord,
-    day_of,
-    recent_runs,
-    run_by_id,
-    run_changes,
-    undo_run,
-)
 from tideline_core.errors import BrokerUnavailable, InvalidInput
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.jobs import TaskResult
+
+if TYPE_CHECKING:
+    from tideline_core.dream.runner.changes import RowChange, StoredChange
+    from tideline_core.dream.runner.runs import DreamRunRecord
 
 DREAM = "dream"  # the whole nightly chain, as a job of `trigger`
 MAX_LOG = 200
@@ -43,6 +34,8 @@ class UndoReport:
 
 def change_dict(change: RowChange | StoredChange) -> dict[str, Any]:
     """A change as plain JSON values: what a diff shows."""
+    from tideline_core.dream.runner.changes import RowChange
+
     after = dict(change.as_dict()["after"]) if isinstance(change, RowChange) else dict(change.after)
     return {
         "action": change.action,
@@ -80,6 +73,9 @@ class DreamOps(ServiceParts):
         the stage's figures, the run id, the changes (all of them for a dry run, the first 50 otherwise)
         and its Markdown report if it has one.
         """
+        from tideline_core.dream.runner.running import run_stage
+        from tideline_core.dream.runner.runs import NIGHTLY, day_of
+
         stage = stage_named(stage_name)
         day = day or day_of()
         key = run_key or (NIGHTLY if trigger == "nightly" else task_id)  # a chain always passes its run key
@@ -145,6 +141,8 @@ class DreamOps(ServiceParts):
 
     def dream_log(self, agent_id: str, *, limit: int = 20, stage: str | None = None) -> list[DreamRunRecord]:
         """The agent's dream runs, newest first."""
+        from tideline_core.dream.runner.runs import CORRECTIONS, recent_runs
+
         if stage is not None and stage not in CORRECTIONS:
             stage = stage_named(stage, "stage").name  # InvalidInput naming the stages there are
         with self.db.read() as conn:
@@ -152,23 +150,33 @@ class DreamOps(ServiceParts):
 
     def dream_run(self, agent_id: str, run_id: int) -> DreamRunView:
         """One run with every change it applied (NotFound for another agent's run)."""
+        from tideline_core.dream.runner.runs import run_by_id, run_changes
+
         with self.db.read() as conn:
             run = run_by_id(conn, agent_id, run_id)
             return DreamRunView(run, tuple(run_changes(conn, run_id)))
 
     def dream_undo(self, agent_id: str, run_id: int) -> UndoReport:
         """Restore what the run changed to its exact prior state; Conflict (saying why) when that cannot be."""
+        from tideline_core.dream.runner.runs import undo_run
+
         with self.db.write() as conn:
             run, restored = undo_run(conn, agent_id, run_id)
         return UndoReport(run, restored)
 
     def dream_review(self, agent_id: str) -> list[DreamRunView]:
         """The agent's proposals waiting for review, oldest first, each with the changes it would make."""
+        from tideline_core.dream.runner import review
+        from tideline_core.dream.runner.runs import run_changes
+
         with self.db.read() as conn:
             return [DreamRunView(run, tuple(run_changes(conn, run.id))) for run in review.waiting(conn, agent_id)]
 
     def dream_approve(self, agent_id: str, run_id: int) -> DreamRunView:
         """Apply a waiting proposal as its run would have (recorded, undoable); Conflict, naming why, when it cannot."""
+        from tideline_core.dream.runner import review
+        from tideline_core.dream.runner.runs import run_changes
+
         with self.db.write() as conn:
             run, changes = review.approve(conn, agent_id, run_id)
             stored = tuple(run_changes(conn, run_id))
@@ -178,5 +186,7 @@ class DreamOps(ServiceParts):
 
     def dream_reject(self, agent_id: str, run_id: int) -> DreamRunRecord:
         """Discard a waiting proposal: nothing of it is applied, and its stage does not propose the same again."""
+        from tideline_core.dream.runner import review
+
         with self.db.write() as conn:
             return review.reject(conn, agent_id, run_id)

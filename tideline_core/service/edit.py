@@ -11,19 +11,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from tideline_core.domain.inputs import NarrativeIn, explain_validation
 from tideline_core.domain.records import NarrativeRecord
 from tideline_core.dream.contract import StageOutput
-from tideline_core.dream.plan import AddNarrative, Plan, Restore, Supersede
-from tideline_core.dream.runner.changes import apply_plan
-from tideline_core.dream.runner.runs import day_of, finish_run, start_run
 from tideline_core.errors import Conflict, InvalidInput, NotFound
 from tideline_core.service.base import ServiceParts
 from tideline_core.store.narratives import load_narratives
+
+if TYPE_CHECKING:
+    from tideline_core.dream.plan import Plan
 
 # What a person may change in a new version: every field the agent writes, but the links to its turns.
 EDITABLE = tuple(name for name in NarrativeIn.model_fields if name != "source_links")
@@ -64,6 +64,7 @@ def new_version(memory: NarrativeRecord, changes: Mapping[str, Any]) -> Narrativ
 class EditOps(ServiceParts):
     def edit_memory(self, agent_id: str, narrative_id: int, changes: Mapping[str, Any]) -> EditOutcome:
         """Keep the memory with `changes` made as a new version that supersedes it; its embedding is queued."""
+        from tideline_core.dream.plan import AddNarrative, Plan
 
         def plan(conn: Any, memory: NarrativeRecord) -> Plan:
             self._current(memory, "edited")
@@ -75,6 +76,7 @@ class EditOps(ServiceParts):
 
     def supersede_memory(self, agent_id: str, narrative_id: int, by: int) -> EditOutcome:
         """Mark the memory replaced by memory `by`: search and injection show `by` instead; it stays readable."""
+        from tideline_core.dream.plan import Plan, Supersede
 
         def plan(conn: Any, memory: NarrativeRecord) -> Plan:
             self._current(memory, "superseded")
@@ -94,6 +96,7 @@ class EditOps(ServiceParts):
 
     def restore_memory(self, agent_id: str, narrative_id: int) -> EditOutcome:
         """Make a superseded memory current again (the one that superseded it stays current too)."""
+        from tideline_core.dream.plan import Plan, Restore
 
         def plan(conn: Any, memory: NarrativeRecord) -> Plan:
             if memory.superseded_by is None:
@@ -110,6 +113,9 @@ class EditOps(ServiceParts):
             )
 
     def _record(self, agent_id: str, narrative_id: int, stage: str, plan: Any, **inputs: Any) -> EditOutcome:
+        from tideline_core.dream.runner.changes import apply_plan
+        from tideline_core.dream.runner.runs import day_of, finish_run, start_run
+
         day, key = day_of(), f"{PERSON}:{uuid.uuid4().hex}"
         with self.db.write() as conn:
             found = load_narratives(conn, agent_id, [narrative_id])

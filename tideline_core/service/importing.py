@@ -13,13 +13,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tideline_core.domain.inputs import ContextTurnIn, parse
 from tideline_core.errors import InvalidInput
-from tideline_core.importing import FORMATS, READERS, Malformed, SessionItem, SourceTurn, TurnKeys, plan_import
 from tideline_core.service.base import ServiceParts
 from tideline_core.store import turns
+
+if TYPE_CHECKING:
+    from tideline_core.importing import SessionItem, SourceTurn, TurnKeys
 
 BATCH_SIZE = 500
 
@@ -69,6 +71,8 @@ class ImportOps(ServiceParts):
         cannot be read, or whose turn breaks a rule of `context_record`, is told to `observer` and
         skipped; the rest goes on.
         """
+        from tideline_core.importing import READERS, plan_import
+
         importer = _Importer(self, agent_id, observer, batch_size)
         plan = plan_import(paths, fmt)
         for path, reason in plan.passed_over:
@@ -102,6 +106,8 @@ class ImportOps(ServiceParts):
         that stores a transcript as it grows and a later `tideline import` of it store each turn
         once. Malformed items are told to `observer` as `source:line`.
         """
+        from tideline_core.importing import FORMATS
+
         if fmt not in FORMATS:
             raise InvalidInput("format", f"must be one of {', '.join(FORMATS)}, got {fmt!r}")
         importer = _Importer(self, agent_id, observer, batch_size)
@@ -138,6 +144,8 @@ class _Importer:
 
     def feed(self, items: Iterable[SessionItem], fmt: str, source: str, done: int, size: int, total: int) -> None:
         """Validate and batch a file's items; progress is `done` + the offset reached (capped at `size`)."""
+        from tideline_core.importing import Malformed, TurnKeys
+
         keys = TurnKeys()  # per file: reading it again from its start gives every turn the same key
         for item in items:
             if isinstance(item, Malformed):

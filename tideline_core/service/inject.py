@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tideline_core.domain.inputs import InjectIn, PrefetchIn, SearchIn
-from tideline_core.dream.runner import review
 from tideline_core.inject import render, sources, tiers
 from tideline_core.inject.budget import Candidate, Item, fit, spent, unfitted
 from tideline_core.service.base import ServiceParts
@@ -40,6 +39,8 @@ def proposals_line(waiting: int) -> str:
 class InjectOps(ServiceParts):
     def session_start(self, agent_id: str, request: InjectIn, *, now: datetime | None = None) -> render.Block:
         """Who the agent is and what matters now, within the budget; the same bytes until what it shows changes."""
+        from tideline_core.dream.runner import review  # once a session, where a turn's block runs on every prompt
+
         rules = self.inject.rules
         now = now or utcnow()
         # By whole days, so the block does not change from one call to the next within a day.

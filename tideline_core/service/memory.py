@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -19,8 +19,10 @@ from tideline_core.domain.records import ContextTurnRecord, NarrativeRecord
 from tideline_core.search.hits import SearchOutcome
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
-from tideline_core.service.results import NarrativeWrite, TurnsRecorded
 from tideline_core.store import narratives, turns
+
+if TYPE_CHECKING:
+    from tideline_core.service.results import NarrativeWrite, TurnsRecorded
 
 
 class MemoryOps(ServiceParts):
@@ -31,6 +33,7 @@ class MemoryOps(ServiceParts):
 
         `key` (optional, an idempotency key) makes a retry return the first call's memories; see `write_once`.
         """
+        from tideline_core.service.results import NarrativeWrite
 
         def write(conn: Connection) -> list[list[Any]]:
             stored = [narratives.insert_narrative(conn, agent_id, item) for item in items]
@@ -47,6 +50,8 @@ class MemoryOps(ServiceParts):
 
     def record_turns(self, agent_id: str, items: Sequence[ContextTurnIn], *, key: str | None = None) -> TurnsRecorded:
         """Store conversation turns verbatim in one transaction (all or none), then queue their embedding."""
+        from tideline_core.service.results import TurnsRecorded
+
         ids = self.write_once(agent_id, key, "turns", items, lambda conn: turns.insert_turns(conn, agent_id, items))
         return TurnsRecorded(tuple(int(i) for i in ids), self.jobs.embed(agent_id) if ids else False)
 

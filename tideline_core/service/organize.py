@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Connection
 
-from tideline_core.attention import Heatmap, heatmap, hits_since
 from tideline_core.domain.inputs import GraphQuery, SoftClustersQuery, TopicsQuery
-from tideline_core.dream.graph import store as entities
-from tideline_core.dream.recluster import store as clusters
-from tideline_core.dream.runner import review
-from tideline_core.dream.runner.runs import last_chain, last_done, recent_runs
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.service.base import ServiceParts
 from tideline_core.service.notices import embedding_notice
-from tideline_core.service.results import (
-    ClusterMemberView,
-    GraphMode,
-    GraphView,
-    SoftClustersView,
-    StatusReport,
-    TopicSample,
-    TopicsView,
-    TopicView,
-)
 from tideline_core.store import events, status
 from tideline_core.store.narratives import load_narratives
 from tideline_core.text.dates import human, utcnow
+
+if TYPE_CHECKING:
+    from tideline_core.attention.heatmap import Heatmap
+    from tideline_core.service.results import GraphMode, GraphView, SoftClustersView, StatusReport, TopicsView
 
 NOT_BUILT = "nothing built yet: the nightly dream builds it, or start the {stage} stage now (memory_trigger)"
 BUILT_EMPTY = "the {stage} stage ran {when} and found {what}"
@@ -42,6 +33,9 @@ LAST_DREAM_RUNS = 8
 class OrganizeOps(ServiceParts):
     def graph(self, agent_id: str, query: GraphQuery) -> GraphView:
         """Top nodes and edges; one entity and its edges; or the edges between two entities."""
+        from tideline_core.dream.graph import store as entities
+        from tideline_core.service.results import GraphView
+
         mode: GraphMode = "pair" if query.other is not None else "entity" if query.entity is not None else "top"
         note = None
         with self.db.read() as conn:
@@ -52,6 +46,10 @@ class OrganizeOps(ServiceParts):
 
     def heatmap(self, agent_id: str, days: int) -> Heatmap:
         """Where the agent's retrieval hits of the last `days` landed, per cluster, and the clusters never lit."""
+        from tideline_core.attention.heatmap import heatmap
+        from tideline_core.attention.store import hits_since
+        from tideline_core.dream.recluster import store as clusters
+
         with self.db.read() as conn:
             hits = hits_since(conn, agent_id, days)
             # Only the hit narratives' clusters are read whole; every other cluster is a desert of its stored size.
@@ -61,6 +59,9 @@ class OrganizeOps(ServiceParts):
 
     def soft_clusters(self, agent_id: str, query: SoftClustersQuery) -> SoftClustersView:
         """Every soft cluster; or one cluster's members; and, for a query text, where it would land."""
+        from tideline_core.dream.recluster import store as clusters
+        from tideline_core.service.results import ClusterMemberView, SoftClustersView
+
         vector, note = None, None
         if query.query is not None:
             # The query is embedded before any transaction opens.
@@ -90,6 +91,9 @@ class OrganizeOps(ServiceParts):
 
     def topics(self, agent_id: str, query: TopicsQuery) -> TopicsView:
         """The largest topic clusters, each with a few of its newest narratives."""
+        from tideline_core.dream.recluster import store as clusters
+        from tideline_core.service.results import TopicSample, TopicsView, TopicView
+
         with self.db.read() as conn:
             found = clusters.read_topics(conn, agent_id, limit=query.limit, sample=query.sample)
             gestures = load_narratives(conn, agent_id, sorted({i for t in found for i in t.narrative_ids}))
@@ -108,6 +112,8 @@ class OrganizeOps(ServiceParts):
     @staticmethod
     def _empty_note(conn: Connection, agent_id: str, stage: str) -> str:
         """Why a read of what `stage` builds is empty: not built yet, or built and found nothing."""
+        from tideline_core.dream.runner.runs import last_done
+
         run = last_done(conn, agent_id, stage)
         if run is None:
             return NOT_BUILT.format(stage=stage)
@@ -122,6 +128,10 @@ class OrganizeOps(ServiceParts):
 
     def status(self, agent_id: str) -> StatusReport:
         """What the agent's memory holds, what is pending, and how the pipeline is doing."""
+        from tideline_core.dream.runner import review
+        from tideline_core.dream.runner.runs import last_chain, recent_runs
+        from tideline_core.service.results import StatusReport
+
         with self.db.read() as conn:
             counts = status.counts(conn, agent_id)
             oldest = status.oldest_pending(conn, agent_id)

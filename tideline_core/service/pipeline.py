@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from tideline_core import ingest
-from tideline_core.attention import log_hits
+from tideline_core.attention.store import log_hits
 from tideline_core.domain.inputs import ContextTurnIn
-from tideline_core.dream.runner.runs import agents_with_narratives, expire_running
 from tideline_core.inject import sources
 from tideline_core.service.base import ServiceParts
-from tideline_core.store import embeddings, events, keywords, turns
+from tideline_core.store import events, keywords, turns
 from tideline_core.text.dates import utcnow
+
+if TYPE_CHECKING:
+    from tideline_core import ingest
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class PipelineOps(ServiceParts):
     ) -> ingest.EmbedReport:
         """Index the agent's rows no write indexed (PostgreSQL's keyword index: imports, dream stages), then embed its
         pending rows (every agent's with None) in claimed batches; see `ingest.embed_pending`."""
+        from tideline_core import ingest
+
         indexed_all = self._index_keywords(agent_id)
         report = ingest.embed_pending(
             self.db,
@@ -92,6 +96,9 @@ class PipelineOps(ServiceParts):
         """The outbox sweep: queue embedding again for rows pending since before `pending_before` (unless the
         deployment is keyword-only), and mark dream stages still 'running' since before
         `stale_stages_before` as failed (their worker is gone); and forget what sessions were shown a month ago."""
+        from tideline_core.dream.runner.runs import expire_running
+        from tideline_core.store import embeddings
+
         with self.db.write() as conn:
             interrupted = expire_running(conn, started_before=stale_stages_before)
             sources.forget_shown(conn, utcnow())
@@ -105,11 +112,15 @@ class PipelineOps(ServiceParts):
 
     def mark_stale_embeddings(self) -> int:
         """Rows whose vectors come from another model (or lack a view) go back to pending; how many."""
+        from tideline_core.store import embeddings
+
         with self.db.write() as conn:
             return sum(embeddings.mark_stale(conn, self.embedder.model, view) for view in embeddings.VIEWS)
 
     def dreaming_agents(self) -> list[str]:
         """Every agent the nightly dream runs for (those with narratives)."""
+        from tideline_core.dream.runner.runs import agents_with_narratives
+
         with self.db.read() as conn:
             return agents_with_narratives(conn)
 

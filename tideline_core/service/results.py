@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from tideline_core.domain.records import AgentCounts
-from tideline_core.dream.graph.store import EdgeView, NodeView
-from tideline_core.dream.recluster.soft import Route
-from tideline_core.dream.recluster.store import SoftClusterSummary
-from tideline_core.dream.runner.runs import DreamRunRecord
-from tideline_core.store.events import TaskEventRecord
+if TYPE_CHECKING:  # named in annotations only: the values come from the reads that make them
+    from tideline_core.domain.records import AgentCounts
+    from tideline_core.dream.graph.store import EdgeView, NodeView
+    from tideline_core.dream.recluster.soft import Route
+    from tideline_core.dream.recluster.store import SoftClusterSummary
+    from tideline_core.dream.runner.runs import DreamRunRecord
+    from tideline_core.store.events import TaskEventRecord
 
 GraphMode = Literal["top", "entity", "pair"]
 

@@ -108,24 +108,22 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
     notes: dict[int, list[str]] = defaultdict(list)
     latest: dict[int, AmendmentNote] = {}
     if ids:
-        for nid, tag in conn.execute(
-            select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(ids))
-        ):
+        tagged, source, amendment = NarrativeTag.__table__.c, NarrativeSource.__table__.c, Amendment.__table__.c
+        for nid, tag in conn.execute(select(tagged.narrative_id, tagged.tag).where(tagged.narrative_id.in_(ids))):
             tags[nid].append(tag)
-        source = NarrativeSource
         for nid, cid, guessed, score in conn.execute(
             select(source.narrative_id, source.context_id, source.inferred, source.score)
-            .where(NarrativeSource.narrative_id.in_(ids))
-            .order_by(NarrativeSource.context_id)
+            .where(source.narrative_id.in_(ids))
+            .order_by(source.context_id)
         ):
             if guessed:
                 inferred[nid].append(InferredSource(cid, score))
             else:
                 links[nid].append(cid)
         for nid, note, at in conn.execute(
-            select(Amendment.narrative_id, Amendment.note, Amendment.created_at)
-            .where(Amendment.narrative_id.in_(ids))
-            .order_by(Amendment.id)
+            select(amendment.narrative_id, amendment.note, amendment.created_at)
+            .where(amendment.narrative_id.in_(ids))
+            .order_by(amendment.id)
         ):
             notes[nid].append(note)
             latest[nid] = AmendmentNote(note, at)
@@ -210,16 +208,17 @@ def turn_corrections(conn: Connection, agent_id: str, turn_ids: Sequence[int]) -
     """Per context turn: the latest amendment of a memory written from it (an explicit source link, not a digest
     of its whole session), so the turn is shown with the correction of what it says."""
     latest: dict[int, tuple[int, AmendmentNote]] = {}
+    source, amendment, narrative = NarrativeSource.__table__, Amendment.__table__, Narrative.__table__
     for chunk in chunks(list(turn_ids)):
         found = conn.execute(
-            select(NarrativeSource.context_id, Amendment.id, Amendment.note, Amendment.created_at)
-            .join(Amendment, Amendment.narrative_id == NarrativeSource.narrative_id)
-            .join(Narrative, Narrative.id == NarrativeSource.narrative_id)
+            select(source.c.context_id, amendment.c.id, amendment.c.note, amendment.c.created_at)
+            .join(amendment, amendment.c.narrative_id == source.c.narrative_id)
+            .join(narrative, narrative.c.id == source.c.narrative_id)
             .where(
-                NarrativeSource.agent_id == agent_id,
-                NarrativeSource.context_id.in_(chunk),
-                NarrativeSource.inferred.is_(False),
-                Narrative.narrative_type != "digest",
+                source.c.agent_id == agent_id,
+                source.c.context_id.in_(chunk),
+                source.c.inferred.is_(False),
+                narrative.c.narrative_type != "digest",
             )
         )
         for turn_id, amendment_id, note, at in found:

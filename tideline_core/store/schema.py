@@ -1,6 +1,7 @@
 """SQLAlchemy tables for every kind of memory Tideline keeps; dialect-neutral (SQLite or PostgreSQL)."""
 
-from __future__ import annotations
+# Without `from __future__ import annotations`: the mapping reads every column's `Mapped[...]`, and
+# an annotation kept as a string it must evaluate first, for every table, in every process.
 
 from datetime import datetime
 from typing import Any
