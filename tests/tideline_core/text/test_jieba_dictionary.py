@@ -11,7 +11,7 @@ import pytest
 
 from tideline_core.text.jieba_dictionary import Frequencies, install
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import synthetic
 
 TEXTS = [
