@@ -34,7 +34,7 @@ from sqlalchemy import Connection, func, select
 from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
-from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of
+from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of, in_parts
 from tideline_core.search.hybrid import (
     CONVERSATION_WEIGHTS,
     FLOORS,
@@ -83,7 +83,12 @@ class ColdSearch:
         """Nothing to forget: no query is embedded here."""
 
     def search(self, agent_id: str, params: SearchIn, *, exclude: Collection[Key] = ()) -> SearchOutcome:
-        """The agent's rows for `params` by keyword, best first; `exclude` as in HybridSearch.search."""
+        """The agent's rows for `params` by keyword, best first; a compound question and `exclude` as in
+        HybridSearch.search."""
+        return in_parts(params, lambda asked: self._rank(agent_id, asked, exclude))
+
+    def _rank(self, agent_id: str, params: SearchIn, exclude: Collection[Key]) -> SearchOutcome:
+        """One ranking of the agent's rows for `params` (`search`)."""
         lines = list(params.conversation)
         texts = [t for t in (params.query, *(x.text for x in lines[-TIME_LINES:])) if t]
         terms = _terms(params.query, lines)

@@ -36,7 +36,7 @@ Each hit carries its per-signal contributions (what was added to its fused score
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,22 @@ def combine(
             fused[doc_id] = fused.get(doc_id, 0.0) + contribution
             parts.setdefault(doc_id, {})[name] = contribution
     return fused, parts
+
+
+def interleave(rankings: Sequence[Sequence[Hashable]], limit: int) -> list[Hashable]:
+    """Round robin over `rankings` (first place of each, then second places, …), each id once, `limit` at most.
+
+    Fair to rankings whose scores are on different scales: a compound question's parts each get
+    their best rows in, however much more one part's words match than the other's.
+    """
+    out: dict[Hashable, None] = {}
+    for place in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if place < len(ranking):
+                out.setdefault(ranking[place])
+                if len(out) >= limit:
+                    return list(out)
+    return list(out)
 
 
 def _told_apart(scores: Mapping[Hashable, float], flat: float) -> float:

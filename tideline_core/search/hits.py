@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -11,6 +11,8 @@ from tideline_core.domain.inputs import SearchIn
 from tideline_core.domain.memory_text import with_amendment
 from tideline_core.domain.records import AmendmentNote, NarrativeRecord
 from tideline_core.embedding import Embedder
+from tideline_core.search.fusion import interleave
+from tideline_core.search.query import question_parts
 from tideline_core.search.signals import Key
 from tideline_core.search.sources import Rows
 from tideline_core.store.schema import is_extract as extract_row
@@ -62,6 +64,35 @@ class Searcher(Protocol):
     def forget_queries(self) -> None:
         """Drop the remembered query vectors (a measurement that must pay for every model pass)."""
         ...
+
+
+def in_parts(params: SearchIn, ask: Callable[[SearchIn], SearchOutcome]) -> SearchOutcome:
+    """`ask(params)`, and for a compound question also each of its parts, their rankings interleaved.
+
+    A hit of the interleaved list is the one its first ranking showed, with that ranking's score and
+    signals; the outcome's terms, dates and embedded texts are those of every ranking.
+    """
+    parts = [] if params.conversation else question_parts(params.query)
+    whole = ask(params)
+    if not parts:
+        return whole
+    outcomes = [whole, *(ask(params.model_copy(update={"query": part})) for part in parts)]
+    shown: dict[Hashable, SearchHit] = {}
+    for outcome in outcomes:
+        for hit in outcome.hits:
+            shown.setdefault((hit.kind, hit.id), hit)
+    order = interleave([[(h.kind, h.id) for h in o.hits] for o in outcomes], params.limit)
+    return SearchOutcome(
+        query=params.query,
+        hits=[shown[key] for key in order],
+        mode=whole.mode,
+        degraded=next((o.degraded for o in outcomes if o.degraded), None),
+        terms=tuple(dict.fromkeys(t for o in outcomes for t in o.terms)),
+        dates=tuple(dict.fromkeys(d for o in outcomes for d in o.dates)),
+        embed_ms=sum(o.embed_ms for o in outcomes),
+        embedded=tuple(dict.fromkeys(t for o in outcomes for t in o.embedded)),
+        unembedded=whole.unembedded,
+    )
 
 
 def hits_of(

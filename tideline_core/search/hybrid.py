@@ -43,12 +43,13 @@ from tideline_core.embedding import Embedder, normalize
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
 from tideline_core.numeric import np
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
-from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of
+from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of, in_parts
 from tideline_core.search.joins import JoinRules
 from tideline_core.search.query import (
     conversation_terms,
     conversation_texts,
     merge_terms,
+    question_parts,
     question_terms,
     without_names,
     word_groups,
@@ -152,9 +153,18 @@ class HybridSearch:
     def search(self, agent_id: str, params: SearchIn, *, exclude: Collection[Key] = ()) -> SearchOutcome:
         """Rank the agent's rows for a question (`params.query`) or a dialogue's recent lines, or both.
 
-        `exclude`: (kind, id) of rows to leave out of the ranking (they still lift their neighbours),
-        so the top `params.limit` are all new; cheaper than asking for more and dropping them.
+        A compound question is also asked part by part, the rankings interleaved (`hits.in_parts`);
+        its texts go through the model in one pass. `exclude`: (kind, id) of rows to leave out of the
+        ranking (they still lift their neighbours), so the top `params.limit` are all new; cheaper
+        than asking for more and dropping them.
         """
+        parts = [] if params.conversation else question_parts(params.query)
+        if parts and params.mode != "keyword":
+            self._query_vector([params.query, *parts])  # one model pass; each ranking finds its vector remembered
+        return in_parts(params, lambda asked: self._rank(agent_id, asked, exclude))
+
+    def _rank(self, agent_id: str, params: SearchIn, exclude: Collection[Key]) -> SearchOutcome:
+        """One ranking of the agent's rows for `params` (`search`)."""
         lines = list(params.conversation)
         if lines:
             terms = merge_terms(conversation_terms(lines), question_terms(params.query))

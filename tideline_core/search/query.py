@@ -106,6 +106,29 @@ def word_groups(texts: Iterable[str]) -> dict[str, str]:
     return groups
 
 
+# A question part: up to and including its question mark. A compound question is two or more of them.
+_QUESTION_PART = re.compile(r"[^?？]+[?？]")
+# What joins the parts ("…？另外，…？", "…? Also, …?"): said to the listener, not asked about.
+_JOINER = re.compile(
+    r"^(?:还有就是|顺便问一下|顺便问下|再问一下|另外|还有|以及|对了"
+    r"|(?:oh and|and also|by the way|btw|also|and|plus)\b)[，,、:： ]*",
+    re.IGNORECASE,
+)
+MIN_PART_CHARS = 4  # a shorter "part" ("好吗？", "right?") asks nothing of its own
+
+
+def question_parts(text: str) -> list[str]:
+    """The questions a compound question asks ("…？另外，…？"), each without its joining word; [] for one question.
+
+    Asked whole, the more specific part fills the top with its own rows and the other part's answer
+    never ranks; asked alone, a part loses what the other pins down. The search asks both ways and
+    interleaves (`fusion.interleave`).
+    """
+    parts = [_JOINER.sub("", part.strip(" \t\n，,。.;；")) for part in _QUESTION_PART.findall(text)]
+    parts = [part for part in parts if len(part.rstrip("?？")) >= MIN_PART_CHARS]
+    return parts if len(parts) >= 2 else []
+
+
 def conversation_terms(lines: Sequence[Line]) -> dict[str, float]:
     """TF-IDF keywords of each line (jieba), weighted by recency and by who said it.
 

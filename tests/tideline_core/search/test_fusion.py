@@ -9,7 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tideline_core.search.fusion import METHODS, FusedHit, confidence, confidence_of, fuse, rank, spread_to_neighbours
+from tideline_core.search.fusion import (
+    METHODS,
+    FusedHit,
+    confidence,
+    confidence_of,
+    fuse,
+    interleave,
+    rank,
+    spread_to_neighbours,
+)
 
 doc_ids = st.integers(min_value=0, max_value=40)
 scores = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinity=False)
@@ -185,3 +194,13 @@ def test_a_signals_confidence_is_read_off_its_raw_scores_as_the_fusion_scales_th
     keyword = {"rare": 9.0, **dict.fromkeys(range(12), 0.9)}
     assert confidence_of(keyword, floor=0.0) == pytest.approx(0.9)
     assert confidence_of(keyword) == 1.0, "without a floor the lowest candidate is the minimum"
+
+
+def test_interleaving_takes_each_rankings_first_places_before_any_second_place() -> None:
+    assert interleave([["a", "b", "c"], ["x", "a", "y"], ["z"]], limit=10) == ["a", "x", "z", "b", "c", "y"]
+
+
+def test_interleaving_stops_at_the_limit_and_takes_each_id_once() -> None:
+    assert interleave([["a", "b"], ["a", "b"]], limit=3) == ["a", "b"]
+    assert interleave([["a", "b", "c"], ["x", "y"]], limit=3) == ["a", "x", "b"]
+    assert interleave([], limit=3) == []

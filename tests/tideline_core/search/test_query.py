@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from tideline_core.domain.inputs import ConversationLine
 from tideline_core.search.bm25 import BM25Index
-from tideline_core.search.query import conversation_terms, conversation_texts, question_terms, without_names
+from tideline_core.search.query import (
+    conversation_terms,
+    conversation_texts,
+    question_parts,
+    question_terms,
+    without_names,
+)
 from tideline_core.text.terms import analyze
 
 
@@ -58,3 +64,20 @@ def test_a_weekday_named_in_english_finds_a_memory_that_names_it_in_chinese_and_
 
 def test_a_question_naming_no_weekday_gains_no_terms() -> None:
     assert question_terms("where did Marco teach guitar") == dict.fromkeys(analyze("where did Marco teach guitar"), 1.0)
+
+
+def test_a_compound_question_is_the_questions_it_asks_without_their_joining_word() -> None:
+    assert question_parts("上司是做什么工作的呢？另外，金融科技精英论坛的地点是什么？") == [
+        "上司是做什么工作的呢？",
+        "金融科技精英论坛的地点是什么？",
+    ]
+    assert question_parts("What did Anna buy? And where did Andrew go?") == [
+        "What did Anna buy?",
+        "where did Andrew go?",
+    ]
+
+
+def test_one_question_or_a_tag_question_is_not_compound() -> None:
+    assert question_parts("When did Caroline go to the LGBTQ support group?") == []
+    assert question_parts("我们周五去爬山，好吗？") == []
+    assert question_parts("It's Friday, right? Ok?") == []
