@@ -8,9 +8,8 @@ BM25 cannot: a single CJK character, part of an identifier.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import cast
 
 from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
@@ -18,7 +17,15 @@ from tideline_core.numeric import np
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.query import named_speakers
-from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
+from tideline_core.search.signals import (
+    Key,
+    Signals,
+    add_keyword_view,
+    candidates,
+    fallback_terms,
+    speaker_signal,
+    time_signal,
+)
 from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.search.when import TimeWindow
@@ -104,13 +111,13 @@ class MemorySource:
         if windows:
             times: dict[Key, datetime] = {}
             for kind in ("narrative", "context"):
-                found = self.keywords.times_of(q.agent_id, kind, _candidates(signals, kind), q.snapshot.version)
+                found = self.keywords.times_of(q.agent_id, kind, candidates(signals, kind), q.snapshot.version)
                 times.update({(kind, row_id): when for row_id, when in found.items()})
             time_signal(windows, times, signals)
         if named_in is not None:
             named = named_speakers([t for t in named_in if t], self.keywords.speaker_names(q.agent_id))
             if named:
-                spoken = self.keywords.speakers_of(q.agent_id, _candidates(signals, "context"))
+                spoken = self.keywords.speakers_of(q.agent_id, candidates(signals, "context"))
                 speaker_signal(named, spoken, signals)
 
     def session_joins(
@@ -120,12 +127,6 @@ class MemorySource:
 
     def adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
         return self.keywords.neighbours(agent_id, turn_ids)
-
-
-def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
-    """Ids of the rows of `kind` that any signal found so far, ascending."""
-    keys = cast(set[Key], {key for values in signals.values() for key in values})
-    return sorted(key[1] for key in keys if key[0] == kind)
 
 
 def searcher(
