@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -39,10 +39,17 @@ from tideline_core.text.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
+# A build calls its pause hook every this many rows: analysing text is Python and holds the GIL, so a
+# build on a thread of its own lets a search on another thread run only where it stops.
+PAUSE_ROWS = 50
 
 
 def _stamp(value: datetime) -> float:
     return value.timestamp()
+
+
+def _go_on() -> None:
+    """The default pause hook: no pause."""
 
 
 @dataclass
@@ -155,6 +162,9 @@ class KeywordIndex:
         self.b = b
         self._shards: dict[tuple[str, str], _Shard] = {}
         self._guard = threading.Lock()
+        # Called every PAUSE_ROWS rows absorbed, holding the shard's lock: it may wait (`warming` waits while
+        # a search answers from the store) but must not touch this index.
+        self.pause: Callable[[], None] = _go_on
 
     def _shard(self, agent_id: str, kind: str) -> _Shard:
         with self._guard:
@@ -195,7 +205,9 @@ class KeywordIndex:
                 .order_by(ContextTurn.id)
             ).all()
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))
-        for r in rows:
+        for n, r in enumerate(rows):
+            if n % PAUSE_ROWS == 0:
+                self.pause()
             shard.add_turn(int(r.id), r.session_id, r.speaker, r.content, _stamp(r.created_at))
         shard.cursor.settle(newest, visible, time.monotonic())
 
@@ -221,7 +233,9 @@ class KeywordIndex:
             for chunk in chunks(again):
                 rows += conn.execute(_narrative_columns(self.extracts).where(Narrative.id.in_(chunk))).all()
             texts = _search_texts(conn, [r for r in rows if not r.skipped])
-        for r in rows:
+        for n, r in enumerate(rows):
+            if n % PAUSE_ROWS == 0:
+                self.pause()
             if not r.skipped:
                 tokens = analyze(texts[int(r.id)])
                 shard.kw.add(int(r.id), tokens)

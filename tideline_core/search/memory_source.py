@@ -38,6 +38,7 @@ from tideline_core.store.embeddings import unembedded
 # less time at 100k rows, nothing at 3k, and at 1k with the ingest worker busy the handoff cost more
 # than it saved).
 OVERLAP_ROWS = 20_000
+DENSE_VIEWS = (("narrative", "base"), ("context", "base"), ("context", "ctx"))  # what the ranking walks
 
 
 class MemorySource:
@@ -56,6 +57,15 @@ class MemorySource:
         # The indexes hold the corpus, not the queries: two searchers may share them.
         self.index = vectors or VectorIndex(db, model, extracts=extracts)
         self.keywords = keywords or KeywordIndex(db, extracts=extracts)
+
+    def build(self, agent_id: str) -> None:
+        """Bring every index of the agent up to the store: what its first search would otherwise do (`warming`)."""
+        with self.db.read() as conn:
+            version = high_water(conn)
+        for kind in ("narrative", "context"):
+            self.keywords.refresh(agent_id, kind, version)
+        for kind, view in DENSE_VIEWS:
+            self.index.refresh(agent_id, kind, view, version)
 
     def snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
