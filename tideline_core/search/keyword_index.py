@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Select, literal, select
+from sqlalchemy import Connection, Result, Row, Select, literal, select
 
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index
@@ -123,12 +123,13 @@ def _narrative_columns(extracts: bool) -> Select[Any]:
     )
 
 
-def _search_texts(conn: Connection, rows: Sequence[Row[Any]]) -> dict[int, str]:
-    """Each narrative's search text (`memory_text`), with its tags and amendments read in chunks."""
+def _search_texts(conn: Connection, rows: Sequence[Row[Any]], pause: Callable[[], None]) -> dict[int, str]:
+    """Each narrative's search text (`memory_text`), its tags and amendments read in chunks, `pause` before each."""
     ids = [int(r.id) for r in rows]
     tags: dict[int, list[str]] = {}
     notes: dict[int, list[str]] = {}
     for chunk in chunks(ids):
+        pause()
         for narrative_id, tag in conn.execute(
             select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
         ):
@@ -174,6 +175,14 @@ class KeywordIndex:
                 shard = self._shards[(agent_id, kind)] = _Shard(kw=BM25Index(k1=self.k1, b=self.b), kw_ctx=ctx)
             return shard
 
+    def _fetched(self, result: Result[Any]) -> list[Row[Any]]:
+        """Every row of `result`, with a pause every PAUSE_ROWS: turning rows into values is Python too."""
+        rows: list[Row[Any]] = []
+        for part in result.partitions(PAUSE_ROWS):
+            self.pause()
+            rows.extend(part)
+        return rows
+
     def refresh(self, agent_id: str, kind: str, version: StoreVersion | None = None) -> _Shard:
         """The agent's shard with every row written since the last refresh absorbed.
 
@@ -193,17 +202,19 @@ class KeywordIndex:
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = conn.execute(
-                select(
-                    ContextTurn.id,
-                    ContextTurn.session_id,
-                    ContextTurn.speaker,
-                    ContextTurn.content,
-                    ContextTurn.created_at,
+            rows = self._fetched(
+                conn.execute(
+                    select(
+                        ContextTurn.id,
+                        ContextTurn.session_id,
+                        ContextTurn.speaker,
+                        ContextTurn.content,
+                        ContextTurn.created_at,
+                    )
+                    .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
+                    .order_by(ContextTurn.id)
                 )
-                .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
-                .order_by(ContextTurn.id)
-            ).all()
+            )
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))
         for n, r in enumerate(rows):
             if n % PAUSE_ROWS == 0:
@@ -213,12 +224,12 @@ class KeywordIndex:
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = list(
+            rows = self._fetched(
                 conn.execute(
                     _narrative_columns(self.extracts)
                     .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
                     .order_by(Narrative.id)
-                ).all()
+                )
             )
             newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
             notes = conn.execute(
@@ -232,7 +243,7 @@ class KeywordIndex:
             again = sorted(({int(r.narrative_id) for r in notes} - fresh) & set(shard.times))
             for chunk in chunks(again):
                 rows += conn.execute(_narrative_columns(self.extracts).where(Narrative.id.in_(chunk))).all()
-            texts = _search_texts(conn, [r for r in rows if not r.skipped])
+            texts = _search_texts(conn, [r for r in rows if not r.skipped], self.pause)
         for n, r in enumerate(rows):
             if n % PAUSE_ROWS == 0:
                 self.pause()

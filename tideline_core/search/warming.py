@@ -15,7 +15,8 @@ as before, in less time than a ranking from the fallback is worth.
 
 Analysing text is Python, so the build and a search share one core's worth of the GIL: while a
 search answers from the store the build waits at its next pause (`KeywordIndex.pause`), for at most
-`PAUSE_AT_MOST` at a time, so that a stream of searches slows the build but cannot stop it.
+`SEARCH_SHARE` times as long as it worked since the last one, so that a stream of searches slows the
+build but cannot stop it.
 
 A build that fails is said in the outcome of the searches it leaves on the fallback (and logged),
 and the next search starts it again.
@@ -47,7 +48,9 @@ from tideline_core.store.schema import ContextTurn, Narrative
 log = logging.getLogger(__name__)
 
 FOREGROUND_ROWS = 5_000  # an agent with fewer rows (memories and turns) has its indexes built by its first search
-PAUSE_AT_MOST = 1.0  # seconds the build waits at one pause for the searches from the store to finish
+# At a pause the build waits for the searches from the store at most this many times as long as it worked
+# since its last pause: a stream of searches slows it to a quarter of its speed, and stops it never.
+SEARCH_SHARE = 3.0
 
 
 class Build:
@@ -95,12 +98,16 @@ class _Gate:
 
     def builder(self) -> None:
         """Mark the calling thread as the one that builds: only there does `pause` wait."""
-        self._thread.builds = True
+        self._thread.since = time.monotonic()
 
     def pause(self) -> None:
-        if getattr(self._thread, "builds", False):
-            with self._changed:
-                self._changed.wait_for(lambda: self._searching == 0, timeout=PAUSE_AT_MOST)
+        since: float | None = getattr(self._thread, "since", None)
+        if since is None:
+            return
+        worked = time.monotonic() - since
+        with self._changed:
+            self._changed.wait_for(lambda: self._searching == 0, timeout=SEARCH_SHARE * worked)
+        self._thread.since = time.monotonic()
 
 
 class WarmingSearch:
@@ -118,7 +125,7 @@ class WarmingSearch:
         self.embedder: Embedder = warm.embedder
         self.foreground_rows = foreground_rows
         self._gate = _Gate()
-        source.keywords.pause = self._gate.pause
+        source.keywords.pause = source.index.pause = self._gate.pause
         self._lock = threading.Lock()
         self._warm: set[str] = set()
         self._builds: dict[str, Build] = {}
