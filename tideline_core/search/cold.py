@@ -20,6 +20,9 @@ against 0.571/0.652/0.754 (a dialogue's words cannot be weighed in an FTS5 query
 ones are asked for, each alike). Nothing is embedded: asked for hybrid or dense search it answers
 by keyword and says so (`SearchOutcome.degraded`). On PostgreSQL, which has no FTS5, a cold service
 ranks over `pg_source` (BM25 over the database's tsvectors, no per-agent state) instead.
+
+A long-running process on SQLite answers from here too while an agent's in-memory indexes are being
+built on a thread of their own (`warming`).
 """
 
 from __future__ import annotations
