@@ -296,6 +296,10 @@ class KeywordIndex:
                 out[view] = hits[:k]
         return out
 
+    def bilingual(self, agent_id: str) -> bool:
+        """Whether any of the agent's indexed rows (as of the last refresh) mix Chinese and Latin words."""
+        return any(self._shard(agent_id, kind).bilingual() for kind in ("narrative", "context"))
+
     def neighbours(self, agent_id: str, ids: Iterable[int]) -> dict[int, tuple[int, ...]]:
         """The turns just before and after each context turn in its session."""
         shard = self._shard(agent_id, "context")

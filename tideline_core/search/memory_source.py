@@ -14,6 +14,7 @@ from datetime import datetime
 from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
 from tideline_core.numeric import np
+from tideline_core.search.glossary import glossary
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.query import named_speakers
@@ -66,6 +67,8 @@ class MemorySource:
             self.keywords.refresh(agent_id, kind, version)
         for kind, view in DENSE_VIEWS:
             self.index.refresh(agent_id, kind, view, version)
+        if self.keywords.bilingual(agent_id):
+            glossary()  # where a question's words cross languages: read on first use, else by the first search
 
     def snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
