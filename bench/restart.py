@@ -98,13 +98,17 @@ def phase(store: Path, warming: bool, rounds: int, every: float) -> dict[str, An
     service = compose(settings_for(store), jobs=NullJobQueue(), llm=None, warming=warming)
     out: dict[str, Any] = {}
     asked = iter(queries(10_000))
+    # Sessions of this run's own: a block reads what its session was shown, which a kept store would pile up.
+    session = f"restart-{os.getpid()}-{time.time_ns()}"
     compared = [f"{q}?" for q in queries(rounds)]  # questions of their own, asked alike in both phases
     try:
         started = time.perf_counter()
         build = service.warm_up(AGENT) if warming else None
         service.embedder.queries(["model load"], timeout=300)  # the model loads once, not in a figure
         out["model s"] = time.perf_counter() - started
-        out["first block ms"] = ms(lambda: service.prefetch(AGENT, PrefetchIn(query=next(asked), session_id="s0")))
+        out["first block ms"] = ms(
+            lambda: service.prefetch(AGENT, PrefetchIn(query=next(asked), session_id=f"{session}-first"))
+        )
         if build is not None:
             first = service.search(AGENT, SearchIn(query=next(asked)), source=None)
             out["first search degraded"] = first.degraded
@@ -112,7 +116,7 @@ def phase(store: Path, warming: bool, rounds: int, every: float) -> dict[str, An
             blocks: list[float] = []
             searches: list[float] = []
             while not build.wait(0):
-                blocks.append(ms(lambda: service.prefetch(AGENT, PrefetchIn(query=next(asked), session_id="s1"))))
+                blocks.append(ms(lambda: service.prefetch(AGENT, PrefetchIn(query=next(asked), session_id=session))))
                 searches.append(ms(lambda: service.search(AGENT, SearchIn(query=next(asked)), source=None)))
                 build.wait(every)  # the next turn, unless the build is done first
             build.wait()

@@ -13,10 +13,11 @@ sentences (`reference`), so the first search after it pays for nothing but itsel
 An agent with fewer than `FOREGROUND_ROWS` rows is not warmed: its first search builds its indexes
 as before, in less time than a ranking from the fallback is worth.
 
-Analysing text is Python, so the build and a search share one core's worth of the GIL: while a
-search answers from the store the build waits at its next pause (`KeywordIndex.pause`), for at most
-`SEARCH_SHARE` times as long as it worked since the last one, so that a stream of searches slows the
-build but cannot stop it.
+Analysing text is Python, so the build and every other thread share one core's worth of the GIL, and a
+thread reading rows gives it up at each row and waits for it back: while a search answers from the store,
+or any other thread holds a connection to it (a per-turn block reading what its session was shown), the
+build waits at its next pause (`KeywordIndex.pause`), for at most `SEARCH_SHARE` times as long as it
+worked since the last one, so that a stream of calls slows the build but cannot stop it.
 
 A build that fails is said in the outcome of the searches it leaves on the fallback (and logged),
 and the next search starts it again.
@@ -33,7 +34,8 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
@@ -47,6 +49,8 @@ from tideline_core.store.database import Database
 from tideline_core.store.schema import ContextTurn, Narrative
 
 log = logging.getLogger(__name__)
+
+_FOREGROUND = "tideline.warming.foreground"  # marks a pooled connection taken outside the build
 
 FOREGROUND_ROWS = 5_000  # an agent with fewer rows (memories and turns) has its indexes built by its first search
 # At a pause the build waits for the searches from the store at most this many times as long as it worked
@@ -79,12 +83,31 @@ class Build:
 
 
 class _Gate:
-    """Holds the warming thread at its pauses while any search answers from the store."""
+    """Holds the warming thread at its pauses while any search answers from the store, or any other thread
+    holds a connection to it."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._searching = 0
         self._thread = threading.local()
+
+    def connected(self, _dbapi: object, record: ConnectionPoolEntry, _proxy: object) -> None:
+        """A pool's checkout: a connection taken by any thread but the builder holds the build at its pauses.
+
+        Reading rows gives up the GIL at every row, and each time takes it back only when the build's
+        thread lets go of it: a read of a few thousand rows beside the build would take seconds.
+        """
+        if getattr(self._thread, "since", None) is None:
+            record.info[_FOREGROUND] = True
+            with self._changed:
+                self._searching += 1
+
+    def released(self, _dbapi: object, record: ConnectionPoolEntry) -> None:
+        """A pool's checkin: the connection's hold on the build ends."""
+        if record.info.pop(_FOREGROUND, False):
+            with self._changed:
+                self._searching -= 1
+                self._changed.notify_all()
 
     @contextmanager
     def searching(self) -> Iterator[None]:
@@ -127,6 +150,8 @@ class WarmingSearch:
         self.foreground_rows = foreground_rows
         self._gate = _Gate()
         source.keywords.pause = source.index.pause = self._gate.pause
+        event.listen(source.db.engine, "checkout", self._gate.connected)
+        event.listen(source.db.engine, "checkin", self._gate.released)
         self._lock = threading.Lock()
         self._warm: set[str] = set()
         self._builds: dict[str, Build] = {}
