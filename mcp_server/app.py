@@ -7,7 +7,7 @@ import ctypes.util
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any, Literal
@@ -54,7 +54,7 @@ from tideline_core.domain import schemas
 from tideline_core.domain.inputs import explain_validation
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.errors import ConfigurationError, EmbedderUnavailable
-from tideline_core.service import JobQueue
+from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings, is_loopback
 from tideline_core.text.tokens import initialize as load_tokenizer
 from workers.jobqueue import CeleryJobQueue
@@ -72,14 +72,20 @@ Tideline is your long-term memory. Everything you store stays; search brings it 
 """
 
 
-def _warm_up(embedder: Embedder) -> None:
-    """Load the tokenizer's dictionary and the model so the first search does not pay for them.
+def _warm_up(service: Service, agents: Sequence[str]) -> None:
+    """Load the tokenizer's dictionary and the model, and start building the search indexes of `agents`, so the
+    first search does not pay for them.
 
     Runs in a thread of its own while the server already answers: a client's `initialize` never
     waits for a model (a search that comes first waits for it within its query timeout, then answers
-    by keyword and says so). An unreachable embedder is not fatal.
+    by keyword and says so), nor for an agent's indexes (built on the warming thread beside the model's
+    load; a search that comes first answers from the store's full-text index and says so, `search.warming`).
+    An unreachable embedder is not fatal.
     """
     load_tokenizer()
+    for agent in agents:
+        service.warm_up(agent)
+    embedder = service.embedder
     if not isinstance(embedder, NoEmbedder):
         try:
             embedder.queries(["warm up"], timeout=None)
@@ -209,9 +215,12 @@ def create_server(
         async with AsyncExitStack() as stack:
             active_jobs = jobs if jobs is not None else _celery_jobs(settings, stack)
             # Migrations, jieba's dictionary and model set-up are slow sync work: keep them off the loop.
-            service = await anyio.to_thread.run_sync(partial(compose, settings, jobs=active_jobs, embedder=embedder))
+            service = await anyio.to_thread.run_sync(
+                partial(compose, settings, jobs=active_jobs, embedder=embedder, warming=True)
+            )
             stack.callback(service.close)
-            threading.Thread(target=_warm_up, args=(service.embedder,), name="tideline-warm-up", daemon=True).start()
+            served = sorted(set(tokens.values())) if tokens else [settings.agent]
+            threading.Thread(target=_warm_up, args=(service, served), name="tideline-warm-up", daemon=True).start()
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
             context = AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
             stack.enter_context(hooks.serving(context))

@@ -23,6 +23,7 @@ from tideline_core.store.database import Database
 if TYPE_CHECKING:
     from tideline_core.llm import ChatLLM
     from tideline_core.search.hybrid import HybridSearch
+    from tideline_core.search.warming import WarmingSearch
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -50,6 +51,7 @@ def compose(
     migrate: bool = True,
     llm: ChatLLM | Literal["settings"] | None = "settings",
     cold: bool = False,
+    warming: bool = False,
 ) -> Service:
     """The service for `settings`, handing derived work to `jobs`.
 
@@ -62,6 +64,11 @@ def compose(
     no embedder (`embedder` is not used), and search by keyword over the store's own index rather
     than in-memory indexes that would be built for a single query: SQLite's FTS5 tables (`ColdSearch`),
     PostgreSQL's BM25 tsvectors (`pg_source`, which keeps no per-agent state anyway).
+
+    `warming`: the service of a long-running process (a server, a runtime's provider) on SQLite, whose
+    in-memory indexes of an agent are built on a thread of their own (`Service.warm_up`, or the agent's
+    first search) while its searches are answered from the store's full-text index (`search.warming`).
+    Without it the first search of an agent builds them, and waits. PostgreSQL has none to build.
     """
     db = database or Database.open(settings.resolved_database_url, run_migrations=migrate)
     try:
@@ -85,6 +92,7 @@ def compose(
             query_timeout=timeout,
             extracts=extracts,
             ef_search=settings.pg_ef_search,
+            warming=warming,
         )
     active = searcher.embedder
     return Service(
@@ -122,14 +130,24 @@ def require_vectors(db: Database) -> None:
 
 
 def searcher_for(
-    db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool, ef_search: int = pg_vectors.EF_SEARCH
-) -> HybridSearch:
+    db: Database,
+    embedder: Embedder,
+    *,
+    query_timeout: float,
+    extracts: bool,
+    ef_search: int = pg_vectors.EF_SEARCH,
+    warming: bool = False,
+) -> HybridSearch | WarmingSearch:
     """The ranking over PostgreSQL's own indexes (with pgvector, `require_vectors`; no per-agent state in the
-    process), or over in-memory indexes of a SQLite store."""
+    process), or over in-memory indexes of a SQLite store (built on a thread of their own when `warming`)."""
     if db.dialect == "postgresql":
         from tideline_core.search import pg_source  # only a PostgreSQL process loads it
 
         return pg_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts, ef_search=ef_search)
+    if warming:
+        from tideline_core.search import warming as warm
+
+        return warm.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts)
     from tideline_core.search import memory_source  # the in-memory indexes: never loaded by a cold process
 
     return memory_source.searcher(db, embedder, query_timeout=query_timeout, extracts=extracts)

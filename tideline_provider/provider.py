@@ -65,7 +65,7 @@ class TidelineProvider:
         if service is None:
             self.settings.ensure_home()
             self._jobs = CeleryJobQueue(self.settings)
-            service = compose(self.settings, jobs=self._jobs)
+            service = compose(self.settings, jobs=self._jobs, warming=True)
         self.service = service
         self._first_of: dict[str, str] = {}  # session id -> the session its conversation began in
         self._lock = threading.Lock()
@@ -107,8 +107,9 @@ class TidelineProvider:
     def warm(self, query: str = "") -> None:
         """Make the next recall fast; returns when done (run it on a thread of its own).
 
-        Loads the keyword tokenizer and starts loading the embedding model in the background; with a
-        `query`, also brings the search indexes up to the rows stored since and embeds the query (a
+        Loads the keyword tokenizer, starts loading the embedding model and building the agent's search
+        indexes in the background (recalls meanwhile are answered from the store's full-text index); with
+        a `query`, also brings the search indexes up to the rows stored since and embeds the query (a
         repeated question then costs no model pass). Recalls nothing: no attention is logged and
         nothing counts as shown.
         """
@@ -116,6 +117,7 @@ class TidelineProvider:
         start_loading = getattr(self.service.embedder, "warm_up", None)  # the local model has one
         if callable(start_loading):
             start_loading()
+        self.service.warm_up(self.agent)
         if query.strip():
             # The searcher itself, not Service.search: that one logs the hits as attention, and a warm-up is no recall.
             self.service.searcher.search(self.agent, parse(SearchIn, {"query": query, "limit": 1}))

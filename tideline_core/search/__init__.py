@@ -4,8 +4,8 @@ Pure parts: `bm25` (the index structure and text analysis), `fusion`, `query` (t
 embedding texts of a question or a dialogue), `when` (dates a query names), `signals`, `joins`.
 `memory_source` answers from `keyword_index` and `vector_index`, kept fresh from the store;
 `pg_source` from PostgreSQL's tsvector and HNSW indexes (`pg_keywords`, `store.pg_vectors`);
-`cold` ranks by keyword over SQLite's FTS5 for a process that answers once. `hits` is what
-every search answers.
+`cold` ranks by keyword over SQLite's FTS5 for a process that answers once, and for a server
+while `warming` builds an agent's in-memory indexes. `hits` is what every search answers.
 """
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "signals",
     "sources",
     "vector_index",
+    "warming",
     "when",
 ]

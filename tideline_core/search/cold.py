@@ -20,6 +20,9 @@ against 0.571/0.652/0.754 (a dialogue's words cannot be weighed in an FTS5 query
 ones are asked for, each alike). Nothing is embedded: asked for hybrid or dense search it answers
 by keyword and says so (`SearchOutcome.degraded`). On PostgreSQL, which has no FTS5, a cold service
 ranks over `pg_source` (BM25 over the database's tsvectors, no per-agent state) instead.
+
+A long-running process on SQLite answers from here too while an agent's in-memory indexes are being
+built on a thread of their own (`warming`).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from tideline_core.search.hybrid import (
 )
 from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
 from tideline_core.search.salience import salient_words
-from tideline_core.search.signals import evidence_of, lifted_evidence, time_signal
+from tideline_core.search.signals import candidates, evidence_of, lifted_evidence, time_signal
 from tideline_core.search.sources import KEYWORD_DEPTH, StoreRows
 from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
@@ -228,12 +231,12 @@ def _time_signal(
 ) -> None:
     """Rows the keywords found that happened around a time the query names, by closeness (as in hybrid)."""
     table = Narrative.__table__
-    ids = _candidates(signals, "narrative")
+    ids = candidates(signals, "narrative")
     times: dict[Key, datetime] = {
         ("narrative", r.id): r.occurred_at
         for r in owned_rows(conn, table, agent_id, ids, (table.c.id, table.c.occurred_at))
     }
-    times.update({("context", i): turns[i].at for i in _candidates(signals, "context") if i in turns})
+    times.update({("context", i): turns[i].at for i in candidates(signals, "context") if i in turns})
     time_signal(windows, times, signals)
 
 
@@ -250,13 +253,7 @@ def _speaker_signal(
     named = named_speakers([t for t in texts if t], list(everyone))
     if not named:
         return
-    found = _candidates(signals, "context")
+    found = candidates(signals, "context")
     lifted: dict[Hashable, float] = {("context", i): 1.0 for i in found if i in turns and turns[i].speaker in named}
     if lifted:
         signals["speaker"] = lifted
-
-
-def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
-    """Ids of the rows of `kind` that any signal found so far, ascending."""
-    keys = cast(set[Key], {key for values in signals.values() for key in values})
-    return sorted(key[1] for key in keys if key[0] == kind)

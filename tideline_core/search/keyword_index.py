@@ -18,12 +18,12 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Select, literal, select
+from sqlalchemy import Connection, Result, Row, Select, literal, select
 
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index
@@ -39,10 +39,17 @@ from tideline_core.text.tokens import has_cjk, is_prefix
 
 K1 = 0.9  # measured on LoCoMo and MADial (docs/retrieval.md): short texts want less tf saturation
 B = 0.4  # and weaker length normalization than the textbook 1.2 / 0.75
+# A build calls its pause hook every this many rows: analysing text is Python and holds the GIL, so a
+# build on a thread of its own lets a search on another thread run only where it stops.
+PAUSE_ROWS = 50
 
 
 def _stamp(value: datetime) -> float:
     return value.timestamp()
+
+
+def _go_on() -> None:
+    """The default pause hook: no pause."""
 
 
 @dataclass
@@ -116,12 +123,13 @@ def _narrative_columns(extracts: bool) -> Select[Any]:
     )
 
 
-def _search_texts(conn: Connection, rows: Sequence[Row[Any]]) -> dict[int, str]:
-    """Each narrative's search text (`memory_text`), with its tags and amendments read in chunks."""
+def _search_texts(conn: Connection, rows: Sequence[Row[Any]], pause: Callable[[], None]) -> dict[int, str]:
+    """Each narrative's search text (`memory_text`), its tags and amendments read in chunks, `pause` before each."""
     ids = [int(r.id) for r in rows]
     tags: dict[int, list[str]] = {}
     notes: dict[int, list[str]] = {}
     for chunk in chunks(ids):
+        pause()
         for narrative_id, tag in conn.execute(
             select(NarrativeTag.narrative_id, NarrativeTag.tag).where(NarrativeTag.narrative_id.in_(chunk))
         ):
@@ -155,6 +163,9 @@ class KeywordIndex:
         self.b = b
         self._shards: dict[tuple[str, str], _Shard] = {}
         self._guard = threading.Lock()
+        # Called every PAUSE_ROWS rows absorbed, holding the shard's lock: it may wait (`warming` waits while
+        # a search answers from the store) but must not touch this index.
+        self.pause: Callable[[], None] = _go_on
 
     def _shard(self, agent_id: str, kind: str) -> _Shard:
         with self._guard:
@@ -163,6 +174,14 @@ class KeywordIndex:
                 ctx = BM25Index(k1=self.k1, b=self.b) if kind == "context" else None
                 shard = self._shards[(agent_id, kind)] = _Shard(kw=BM25Index(k1=self.k1, b=self.b), kw_ctx=ctx)
             return shard
+
+    def _fetched(self, result: Result[Any]) -> list[Row[Any]]:
+        """Every row of `result`, with a pause every PAUSE_ROWS: turning rows into values is Python too."""
+        rows: list[Row[Any]] = []
+        for part in result.partitions(PAUSE_ROWS):
+            self.pause()
+            rows.extend(part)
+        return rows
 
     def refresh(self, agent_id: str, kind: str, version: StoreVersion | None = None) -> _Shard:
         """The agent's shard with every row written since the last refresh absorbed.
@@ -183,30 +202,34 @@ class KeywordIndex:
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = conn.execute(
-                select(
-                    ContextTurn.id,
-                    ContextTurn.session_id,
-                    ContextTurn.speaker,
-                    ContextTurn.content,
-                    ContextTurn.created_at,
+            rows = self._fetched(
+                conn.execute(
+                    select(
+                        ContextTurn.id,
+                        ContextTurn.session_id,
+                        ContextTurn.speaker,
+                        ContextTurn.content,
+                        ContextTurn.created_at,
+                    )
+                    .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
+                    .order_by(ContextTurn.id)
                 )
-                .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
-                .order_by(ContextTurn.id)
-            ).all()
+            )
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))
-        for r in rows:
+        for n, r in enumerate(rows):
+            if n % PAUSE_ROWS == 0:
+                self.pause()
             shard.add_turn(int(r.id), r.session_id, r.speaker, r.content, _stamp(r.created_at))
         shard.cursor.settle(newest, visible, time.monotonic())
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = list(
+            rows = self._fetched(
                 conn.execute(
                     _narrative_columns(self.extracts)
                     .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
                     .order_by(Narrative.id)
-                ).all()
+                )
             )
             newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
             notes = conn.execute(
@@ -220,8 +243,10 @@ class KeywordIndex:
             again = sorted(({int(r.narrative_id) for r in notes} - fresh) & set(shard.times))
             for chunk in chunks(again):
                 rows += conn.execute(_narrative_columns(self.extracts).where(Narrative.id.in_(chunk))).all()
-            texts = _search_texts(conn, [r for r in rows if not r.skipped])
-        for r in rows:
+            texts = _search_texts(conn, [r for r in rows if not r.skipped], self.pause)
+        for n, r in enumerate(rows):
+            if n % PAUSE_ROWS == 0:
+                self.pause()
             if not r.skipped:
                 tokens = analyze(texts[int(r.id)])
                 shard.kw.add(int(r.id), tokens)
@@ -270,6 +295,10 @@ class KeywordIndex:
                 ]
                 out[view] = hits[:k]
         return out
+
+    def bilingual(self, agent_id: str) -> bool:
+        """Whether any of the agent's indexed rows (as of the last refresh) mix Chinese and Latin words."""
+        return any(self._shard(agent_id, kind).bilingual() for kind in ("narrative", "context"))
 
     def neighbours(self, agent_id: str, ids: Iterable[int]) -> dict[int, tuple[int, ...]]:
         """The turns just before and after each context turn in its session."""

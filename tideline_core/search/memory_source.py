@@ -8,17 +8,25 @@ BM25 cannot: a single CJK character, part of an identifier.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import cast
 
 from tideline_core.domain.inputs import SearchIn
 from tideline_core.embedding import Embedder
 from tideline_core.numeric import np
+from tideline_core.search.glossary import glossary
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.keyword_index import KeywordIndex
 from tideline_core.search.query import named_speakers
-from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
+from tideline_core.search.signals import (
+    Key,
+    Signals,
+    add_keyword_view,
+    candidates,
+    fallback_terms,
+    speaker_signal,
+    time_signal,
+)
 from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.search.when import TimeWindow
@@ -31,6 +39,7 @@ from tideline_core.store.embeddings import unembedded
 # less time at 100k rows, nothing at 3k, and at 1k with the ingest worker busy the handoff cost more
 # than it saved).
 OVERLAP_ROWS = 20_000
+DENSE_VIEWS = (("narrative", "base"), ("context", "base"), ("context", "ctx"))  # what the ranking walks
 
 
 class MemorySource:
@@ -49,6 +58,17 @@ class MemorySource:
         # The indexes hold the corpus, not the queries: two searchers may share them.
         self.index = vectors or VectorIndex(db, model, extracts=extracts)
         self.keywords = keywords or KeywordIndex(db, extracts=extracts)
+
+    def build(self, agent_id: str) -> None:
+        """Bring every index of the agent up to the store: what its first search would otherwise do (`warming`)."""
+        with self.db.read() as conn:
+            version = high_water(conn)
+        for kind in ("narrative", "context"):
+            self.keywords.refresh(agent_id, kind, version)
+        for kind, view in DENSE_VIEWS:
+            self.index.refresh(agent_id, kind, view, version)
+        if self.keywords.bilingual(agent_id):
+            glossary()  # where a question's words cross languages: read on first use, else by the first search
 
     def snapshot(self, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
         with self.db.read() as conn:  # read before any index refresh: a later write bumps it for next time
@@ -104,13 +124,13 @@ class MemorySource:
         if windows:
             times: dict[Key, datetime] = {}
             for kind in ("narrative", "context"):
-                found = self.keywords.times_of(q.agent_id, kind, _candidates(signals, kind), q.snapshot.version)
+                found = self.keywords.times_of(q.agent_id, kind, candidates(signals, kind), q.snapshot.version)
                 times.update({(kind, row_id): when for row_id, when in found.items()})
             time_signal(windows, times, signals)
         if named_in is not None:
             named = named_speakers([t for t in named_in if t], self.keywords.speaker_names(q.agent_id))
             if named:
-                spoken = self.keywords.speakers_of(q.agent_id, _candidates(signals, "context"))
+                spoken = self.keywords.speakers_of(q.agent_id, candidates(signals, "context"))
                 speaker_signal(named, spoken, signals)
 
     def session_joins(
@@ -120,12 +140,6 @@ class MemorySource:
 
     def adjacent(self, agent_id: str, turn_ids: Sequence[int]) -> Mapping[int, tuple[int, ...]]:
         return self.keywords.neighbours(agent_id, turn_ids)
-
-
-def _candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
-    """Ids of the rows of `kind` that any signal found so far, ascending."""
-    keys = cast(set[Key], {key for values in signals.values() for key in values})
-    return sorted(key[1] for key in keys if key[0] == kind)
 
 
 def searcher(

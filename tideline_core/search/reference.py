@@ -187,6 +187,10 @@ class Reference:
         self._nonsense: dict[str, np.ndarray] | None = None
         self._lock = threading.Lock()
 
+    def prepare(self) -> bool:
+        """Embed the sentences now rather than on the first search that needs them; False without the model."""
+        return self._load() is not None
+
     def floors(self, query: np.ndarray) -> Floors | None:
         """Per script, the floors (`Floors`) a row's cosine to `query` is held against; None without the model."""
         loaded = self._load()

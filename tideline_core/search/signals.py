@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import datetime
+from typing import cast
 
 from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.search.when import TimeWindow, closeness
@@ -33,6 +34,12 @@ def fallback_terms(params: SearchIn, lines: Sequence[ConversationLine]) -> list[
     FTS5 (and its LIKE fallback, kept to words) gives.
     """
     return query_terms(params.query or " ".join(x.text for x in lines[-2:]))
+
+
+def candidates(signals: Mapping[str, Mapping[Hashable, float]], kind: str) -> list[int]:
+    """Ids of the rows of `kind` that any signal found so far, ascending."""
+    keys = cast(set[Key], {key for values in signals.values() for key in values})
+    return sorted(key[1] for key in keys if key[0] == kind)
 
 
 def time_signal(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -12,6 +13,10 @@ from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_after
 from tideline_core.store.schema import Embedding
+
+
+def _go_on() -> None:
+    """The default pause hook: no pause."""
 
 
 @dataclass
@@ -73,6 +78,8 @@ class VectorIndex:
         self.extracts = extracts  # False: the dream's extracts (digests, extractive memories) are not indexed
         self._shards: dict[tuple[str, str, str], _Shard] = {}
         self._guard = threading.Lock()
+        # Called between batches of vectors read, holding the shard's lock (as `KeywordIndex.pause`).
+        self.pause: Callable[[], None] = _go_on
 
     def _shard(self, agent_id: str, kind: str, view: str) -> _Shard:
         with self._guard:
@@ -96,7 +103,9 @@ class VectorIndex:
             if version is not None and version == shard.version and not shard.cursor.holes:
                 return shard
             with self.db.snapshot() as conn:
-                batch = vectors_after(conn, agent_id, kind, self.model, view, shard.cursor, extracts=self.extracts)
+                batch = vectors_after(
+                    conn, agent_id, kind, self.model, view, shard.cursor, extracts=self.extracts, pause=self.pause
+                )
                 newest, visible = catch_up(conn, Embedding.__table__, shard.cursor, [batch.newest])
             if batch.matrix is not None:
                 shard.absorb(batch.row_ids, batch.matrix, batch.times)

@@ -22,6 +22,7 @@ from tideline_core.service.notices import embedding_notice
 from tideline_core.store import narratives, turns
 
 if TYPE_CHECKING:
+    from tideline_core.search.warming import Build
     from tideline_core.service.results import NarrativeWrite, TurnsRecorded
 
 
@@ -109,6 +110,13 @@ class MemoryOps(ServiceParts):
         if attended and source is not None:
             self.jobs.log_attention(agent_id, attended, source)
         return outcome
+
+    def warm_up(self, agent_id: str) -> Build | None:
+        """Start building the agent's search indexes on a thread of their own and return at once; the build
+        to wait on, or None when this service's searcher keeps none to build (see `compose`'s `warming`)."""
+        from tideline_core.search.warming import WarmingSearch  # a one-shot process never loads the indexes
+
+        return self.searcher.warm_up(agent_id) if isinstance(self.searcher, WarmingSearch) else None
 
     def timeline(self, agent_id: str, query: TimelineQuery) -> list[ContextTurnRecord]:
         """Turns oldest first: one session from its start, or the latest turns across sessions."""

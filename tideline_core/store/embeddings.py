@@ -8,12 +8,12 @@ text; 'ctx': a turn with the turns before it). They arrive L2-normalized from th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, literal, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.domain.memory_text import narrative_passage, turn_text
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 KINDS = ("narrative", "context")
 VIEWS = ("base", "ctx")
+PAUSE_ROWS = 500  # rows `vectors_after` fetches between two calls of its pause hook
 # Which kinds carry each view: every row has 'base'; only context turns have a preceding-turns 'ctx'.
 KINDS_WITH_VIEW: dict[str, tuple[str, ...]] = {"base": KINDS, "ctx": ("context",)}
 _TABLE: dict[str, type[Narrative] | type[ContextTurn]] = {"narrative": Narrative, "context": ContextTurn}
@@ -295,15 +296,19 @@ def vectors_after(
     cursor: IdCursor | None = None,
     *,
     extracts: bool = True,
+    pause: Callable[[], None] | None = None,
 ) -> VectorBatch:
     """The agent's `view` vectors of `model` for rows of `kind` that `cursor` has not absorbed (all without one);
-    without `extracts`, a narrative that is one of the dream's extracts is read past but not returned."""
+    without `extracts`, a narrative that is one of the dream's extracts is read past but not returned. `pause`:
+    called before each batch of rows is fetched (a build on a thread of its own lets a search go first)."""
     table = _TABLE[kind]
     stamp = Narrative.occurred_at if kind == "narrative" else ContextTurn.created_at
     skipped = extract_of() if kind == "narrative" and not extracts else literal(False)
     after = cursor or IdCursor()
-    rows = conn.execute(
-        select(Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp, skipped.label("skipped"))
+    result = conn.execute(
+        select(
+            Embedding.id, Embedding.row_id, Embedding.dim, Embedding.vector, stamp.label("at"), skipped.label("skipped")
+        )
         .join(table, table.id == Embedding.row_id)
         .where(
             Embedding.agent_id == agent_id,
@@ -313,7 +318,12 @@ def vectors_after(
             ids_after(Embedding.id, after),
         )
         .order_by(Embedding.id)
-    ).all()
+    )
+    rows: list[Row[Any]] = []
+    for part in result.partitions(PAUSE_ROWS):
+        if pause is not None:
+            pause()
+        rows.extend(part)
     if not rows:
         return VectorBatch(after.last_id, [], None, [])
     newest = max(after.last_id, rows[-1].id)
@@ -321,7 +331,7 @@ def vectors_after(
     if not rows:
         return VectorBatch(newest, [], None, [])
     matrix = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.float32).reshape(len(rows), rows[0].dim)
-    return VectorBatch(newest, [r.row_id for r in rows], matrix, [r[4] for r in rows])
+    return VectorBatch(newest, [r.row_id for r in rows], matrix, [r.at for r in rows])
 
 
 def vectors_of(
