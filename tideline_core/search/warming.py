@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from sqlalchemy import event, func, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from tideline_core.domain.inputs import SearchIn
@@ -164,13 +165,23 @@ class WarmingSearch:
     def warm_up(self, agent_id: str) -> Build:
         """Start building the agent's indexes on the warming thread (one agent after another); its `Build`.
 
-        An agent already warm, or too small to warm (`foreground_rows`), gets a build that has ended.
+        An agent already warm, or too small to warm (`foreground_rows`), gets a build that has ended; one
+        whose rows cannot be counted, an ended build with the error (nothing raised: its first search builds).
         """
         with self._lock:
             build = self._builds.get(agent_id)
             if build is not None and not (build.done and build.error):
                 return build
-        if agent_id not in self._warm and self._rows(agent_id) >= self.foreground_rows:
+        try:
+            large = agent_id not in self._warm and self._rows(agent_id) >= self.foreground_rows
+        except SQLAlchemyError as exc:
+            # Ahead of time, on a thread nobody waits on: a store that cannot be read now (a server stopping as
+            # it starts, its folder gone) leaves the agent to its first search, which says what is wrong.
+            log.warning("could not start building the search indexes of %s: %s", agent_id, exc)
+            failed = Build(agent_id)
+            failed.end(f"{type(exc).__name__}: {exc}")
+            return failed
+        if large:
             return self._start(agent_id)
         with self._lock:
             self._warm.add(agent_id)

@@ -7,6 +7,7 @@ embedder stands in for e5.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -233,3 +234,19 @@ def test_a_service_composed_for_warming_warms_an_agent_on_request(make_settings:
         assert plain.warm_up("alice") is None  # nothing to warm: the first search builds, as before
     finally:
         plain.close()
+
+
+def test_a_warm_up_that_cannot_read_the_store_raises_nothing_and_leaves_the_build_to_the_first_search(
+    make_settings: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    settings: Settings = make_settings(database_url=f"sqlite:///{home / 'warming.db'}", embedder="none")
+    service = compose(settings, jobs=NullJobQueue(), warming=True)
+    service.close()  # as a server stopping while its warm-up thread starts: the store is gone under it
+    shutil.rmtree(home)
+
+    build = service.warm_up("alice")
+
+    assert build is not None and build.done
+    assert build.error is not None and "unable to open database file" in build.error
