@@ -143,72 +143,113 @@ def search_view(
     larger view scores the rows `candidate_query` finds). `stats`: the view's `view_stats` for these
     terms, when already read.
     """
-    column, length = COLUMNS[view]
     wanted = {t: w for t, w in terms.items() if w > 0}
     if not wanted:
         return []
     if stats is None:
         stats = view_stats(conn, agent_id, [(kind, view)], wanted).get((kind, view))
-    if stats is None or not stats.rows:
-        return []
+    ask = ViewAsk(kind, view, wanted, k, since, until, groups, extracts=extracts, exact=exact)
+    return search_views(conn, agent_id, [(ask, stats)])[0]
+
+
+@dataclass(frozen=True)
+class ViewAsk:
+    """One keyword view to score (`search_view`'s arguments but the connection, the agent and the statistics)."""
+
+    kind: str
+    view: str
+    terms: Mapping[str, float]
+    k: int
+    since: datetime | None = None
+    until: datetime | None = None
+    groups: Mapping[str, str] | None = None
+    extracts: bool = True
+    exact: bool | None = None
+
+
+def search_views(
+    conn: Connection, agent_id: str, asks: Sequence[tuple[ViewAsk, ViewStats | None]]
+) -> list[list[tuple[int, float]]]:
+    """`search_view` of each ask with its view's statistics, in their order, in one statement (each ask's
+    own query, joined by UNION ALL): a store's views on one round trip."""
+    parts: list[str] = []
+    params: dict[str, object] = {"agent": agent_id}
+    for n, (ask, stats) in enumerate(asks):
+        built = _view_query(ask, stats, f"v{n}_")
+        if built is not None:
+            parts.append(f"SELECT {n} AS ask, id, score FROM ({built[0]}) AS v{n}")
+            params.update(built[1])
+    found: list[list[tuple[int, float]]] = [[] for _ in asks]
+    if parts:
+        for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+            found[int(r.ask)].append((int(r.id), float(r.score)))
+    return [sorted(hits, key=lambda hit: (-hit[1], hit[0])) for hits in found]
+
+
+def _view_query(ask: ViewAsk, stats: ViewStats | None, p: str) -> tuple[str, dict[str, object]] | None:
+    """The statement scoring one view (its parameters named with the prefix `p`, but `:agent`), or None when no
+    row can match."""
+    column, length = COLUMNS[ask.view]
+    wanted = {t: w for t, w in ask.terms.items() if w > 0}
+    if not wanted or stats is None or not stats.rows:
+        return None
     df = stats.df
     held = sorted((t for t in wanted if df.get(t)), key=lambda t: (df[t], t))
     if not held:
-        return []
+        return None
     rows, avgdl = stats.rows, (stats.tokens / stats.rows if stats.tokens > 0 else 1.0)
-    exact = rows <= EXACT_ROWS if exact is None else exact
+    exact = rows <= EXACT_ROWS if ask.exact is None else ask.exact
     lookup, capped = (" | ".join(quote(t) for t in held), False) if exact else candidate_query(held, df, rows)
     weights = [wanted[t] * _idf(df[t], rows) for t in held]
-    group = [groups.get(t, t) if groups else t for t in held]
-    table, stamp = BASE[kind]
-    clauses = ["b.agent_id = :agent", f"b.{column} @@ CAST(:query AS tsquery)"]
+    group = [ask.groups.get(t, t) if ask.groups else t for t in held]
+    table, stamp = BASE[ask.kind]
+    clauses = ["b.agent_id = :agent", f"b.{column} @@ CAST(:{p}query AS tsquery)"]
     params: dict[str, object] = {
-        "agent": agent_id,
         "query": lookup,
         "terms": held,
         "groups": group,
         "weights": weights,
-        "k": k,
+        "k": ask.k,
         "cap": POSTINGS_BUDGET,
         "k1": K1,
         "b": B,
         "avgdl": avgdl,
     }
-    if since is not None:
-        clauses.append(f"b.{stamp} >= :since")
-        params["since"] = since
-    if until is not None:
-        clauses.append(f"b.{stamp} <= :until")
-        params["until"] = until
-    if kind == "narrative" and not extracts:
+    if ask.since is not None:
+        clauses.append(f"b.{stamp} >= :{p}since")
+        params["since"] = ask.since
+    if ask.until is not None:
+        clauses.append(f"b.{stamp} <= :{p}until")
+        params["until"] = ask.until
+    if ask.kind == "narrative" and not ask.extracts:
         clauses.append(f"NOT {EXTRACT_SQL}")
-    cap = " ORDER BY b.id DESC LIMIT :cap" if capped else ""
+    cap = f" ORDER BY b.id DESC LIMIT :{p}cap" if capped else ""
     hits = f"SELECT b.id, b.{column} AS doc, b.{length} AS len FROM {table} b WHERE {' AND '.join(clauses)}{cap}"
-    lexemes = "unnest(ts_filter(setweight(h.doc, 'A', CAST(:terms AS text[])), '{a}'))"
+    lexemes = f"unnest(ts_filter(setweight(h.doc, 'A', CAST(:{p}terms AS text[])), '{{a}}'))"
     tf = "cardinality(u.positions)"
-    part = f"{tf} * (:k1 + 1.0) / ({tf} + :k1 * (1.0 - :b + :b * h.len / :avgdl))"
+    part = f"{tf} * (:{p}k1 + 1.0) / ({tf} + :{p}k1 * (1.0 - :{p}b + :{p}b * h.len / :{p}avgdl))"
     if len(set(group)) == len(group):
         # No word groups: a row's score is a plain sum over its lexemes, each term's weight found by position.
+        weight = f"(CAST(:{p}weights AS float8[]))[array_position(CAST(:{p}terms AS text[]), u.lexeme)]"
         sql = f"""
             WITH hits AS ({hits})
-            SELECT h.id, sum((CAST(:weights AS float8[]))[array_position(CAST(:terms AS text[]), u.lexeme)] * {part})
-                AS score
+            SELECT h.id, sum({weight} * {part}) AS score
             FROM hits h CROSS JOIN LATERAL {lexemes} AS u
-            GROUP BY h.id ORDER BY score DESC, h.id LIMIT :k
+            GROUP BY h.id ORDER BY score DESC, h.id LIMIT :{p}k
         """
     else:
         sql = f"""
             WITH q AS (
-                SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:groups AS text[]), CAST(:weights AS float8[]))
-                    AS q(term, grp, w)
+                SELECT * FROM unnest(CAST(:{p}terms AS text[]), CAST(:{p}groups AS text[]),
+                    CAST(:{p}weights AS float8[])) AS q(term, grp, w)
             ), hits AS ({hits}), parts AS (
                 SELECT h.id, q.grp, max(q.w * {part}) AS part
                 FROM hits h CROSS JOIN LATERAL {lexemes} AS u JOIN q ON q.term = u.lexeme
                 GROUP BY h.id, q.grp
             )
-            SELECT id, sum(part) AS score FROM parts GROUP BY id ORDER BY score DESC, id LIMIT :k
+            SELECT id, sum(part) AS score FROM parts GROUP BY id ORDER BY score DESC, id LIMIT :{p}k
         """
-    return [(int(r.id), float(r.score)) for r in conn.execute(text(sql), params)]
+    return sql, {f"{p}{name}": value for name, value in params.items()}
 
 
 def candidate_query(held: Sequence[str], df: Mapping[str, int], rows: int) -> tuple[str, bool]:
@@ -270,12 +311,7 @@ def terms_of(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]
     return {int(r.id): tuple(r.terms or ()) for r in found}
 
 
-def speakers(conn: Connection, agent_id: str) -> set[str]:
-    """Every speaker of the agent's context turns."""
-    found = conn.execute(
-        text(
-            "SELECT term FROM fts_terms WHERE agent_id = :agent AND kind = 'context' AND view = 'speaker' AND rows > 0"
-        ),
-        {"agent": agent_id},
-    )
-    return {r.term for r in found}
+# Every speaker of the agent `:agent`'s turns, as a query a statement reading more can hold.
+SPEAKERS_SQL = (
+    "SELECT term FROM fts_terms WHERE agent_id = :agent AND kind = 'context' AND view = 'speaker' AND rows > 0"
+)

@@ -14,9 +14,12 @@ at query time:
 - ``join``: `joins.session_joins` over the anchors' terms and their sessions' turns, read for them;
 - ``neighbour``: the adjacent turns of the candidates that can still reach the top, read for them.
 
-The keyword views and the HNSW walks of one search run side by side, each on a connection of its own
-(`side_by_side`): their statements run in PostgreSQL while the threads wait, so a search takes about
-its slowest lookup rather than their sum, as far as the cores allow.
+Over a larger store the keyword views and the HNSW walks of one search run side by side, each on a
+connection of its own (`side_by_side`): their statements run in PostgreSQL while the threads wait, so
+a search takes about its slowest lookup rather than their sum, as far as the cores allow. Over a small
+one (`SMALL_STORE`) each lookup costs less than its round trip: the keyword views are one statement,
+the walks another, and each other read of a search (the snapshot, the candidates' times and speakers,
+the join's sessions) one statement too.
 
 A server process therefore holds no per-agent index and starts in the same time at any size; the
 query vectors of recent query texts are still remembered (`HybridSearch._query_vector`). Vectors of
@@ -42,19 +45,22 @@ from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.memory_source import MemorySource
-from tideline_core.search.pg_keywords import ViewStats
+from tideline_core.search.pg_keywords import ViewAsk, ViewStats
 from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
 from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
 from tideline_core.search.when import TimeWindow
-from tideline_core.store import fts, keywords, pg_vectors
+from tideline_core.store import fts, keywords, pg_terms, pg_vectors
 from tideline_core.store.database import Database
-from tideline_core.store.embeddings import unembedded
+from tideline_core.store.pg_terms import BASE
 from tideline_core.text.terms import analyze
 from tideline_core.text.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 SCRIPTS_KEPT = 1024  # agents whose store's scripts are remembered (then forgotten all at once)
+# A store whose largest kind searched has at most this many rows asks its HNSW walks in one statement (its
+# keyword views are then scored exactly, also in one statement: `pg_keywords.EXACT_ROWS`).
+SMALL_STORE = pg_keywords.EXACT_ROWS
 CATCH_UP_ROWS = 500  # rows stored unindexed (by an earlier version) a search indexes before it answers, at most
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -81,17 +87,13 @@ class PostgresSource:
         """What the search reads once. Rows stored before the keyword index was kept at write time, up to
         `CATCH_UP_ROWS` of them, are indexed first; the agent's embed task indexes the rest."""
         with self.db.read() as conn:
-            if not keywords.has_unindexed(conn, agent_id):
-                return self._snapshot(conn, agent_id, kinds, params)
+            unindexed, snapshot = _snapshot(conn, agent_id, kinds, params)
+        if not unindexed:
+            return snapshot
         with self.db.write() as conn:
             keywords.catch_up(conn, agent_id, most=CATCH_UP_ROWS)
         with self.db.read() as conn:
-            return self._snapshot(conn, agent_id, kinds, params)
-
-    def _snapshot(self, conn: Connection, agent_id: str, kinds: Sequence[str], params: SearchIn) -> Snapshot:
-        waiting = unembedded(conn, agent_id, kinds) if params.mode != "keyword" else 0
-        speakers = pg_keywords.speakers(conn, agent_id) if "context" in kinds else set()
-        return Snapshot(version=None, waiting=waiting, speakers=frozenset(speakers))
+            return _snapshot(conn, agent_id, kinds, params)[1]
 
     def speaker_names(self, q: Query) -> Collection[str]:
         return q.snapshot.speakers
@@ -123,14 +125,33 @@ class PostgresSource:
     def nearest(
         self, q: Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
     ) -> list[list[tuple[int, float]]]:
-        """The HNSW walks side by side, each on a connection of its own."""
-        return side_by_side(lambda walk: self.walk(q, walk[0], walk[1], vector, depth), walks)
+        """The HNSW walks: over a small store in one statement, else side by side, each on a connection of its own."""
+        rows = q.snapshot.rows
+        if len(vector) != pg_vectors.DIM or rows is None or rows > SMALL_STORE:
+            return side_by_side(lambda walk: self.walk(q, walk[0], walk[1], vector, depth), walks)
+        # A walk over a small store costs less than a round trip and a connection: all of them at once.
+        with self.db.read() as conn:
+            return pg_vectors.nearest_views(
+                conn,
+                q.agent_id,
+                walks,
+                self.model,
+                vector,
+                depth,
+                q.params.since,
+                q.params.until,
+                extracts=self.extracts,
+                ef_search=self.ef_search,
+            )
 
     def keyword_candidates(self, q: Query, signals: Signals) -> None:
-        """Every keyword view scored at once, each on a connection of its own: the server's cores share the work."""
+        """Every keyword view scored at once: views small enough to be scored exactly in one statement on the
+        connection that read their statistics, larger ones each on a connection of its own (the server's cores
+        share the work)."""
         agent_id, params = q.agent_id, q.params
         views = [(kind, view) for kind in q.kinds for view in KEYWORD_VIEWS[kind]]
         terms, groups = q.terms, q.groups
+        small: list[list[tuple[int, float]]] | None = None
         with self.db.read() as conn:
             if any(is_prefix(term) for term in terms):
                 terms, begun = expand_prefixes(
@@ -148,27 +169,25 @@ class PostgresSource:
                     view: replace(read, df={**read.df, **more[view].df}) if view in more else read
                     for view, read in stats.items()
                 }
-        asked = {kind: {**terms, **crossing} if kind in crossed else terms for kind in q.kinds}
-        scored = [view for view in views if view in stats]
-
-        def score(kind_view: tuple[str, str]) -> list[tuple[int, float]]:
-            kind, view = kind_view
-            with self.db.read() as conn:
-                return pg_keywords.search_view(
-                    conn,
-                    agent_id,
-                    kind,
-                    view,
-                    asked[kind],
-                    KEYWORD_DEPTH,
-                    params.since,
-                    params.until,
-                    groups,
-                    extracts=self.extracts,
-                    stats=stats[kind_view],
+            asked = {kind: {**terms, **crossing} if kind in crossed else terms for kind in q.kinds}
+            asks = [
+                (
+                    ViewAsk(kind, view, asked[kind], KEYWORD_DEPTH, params.since, params.until, groups, self.extracts),
+                    stats[(kind, view)],
                 )
+                for kind, view in views
+                if (kind, view) in stats
+            ]
+            if all(read.rows <= pg_keywords.EXACT_ROWS for _, read in asks):
+                # A round trip and a connection cost more than scoring a small view: all of them at once, here.
+                small = pg_keywords.search_views(conn, agent_id, asks)
 
-        results = dict(zip(scored, side_by_side(score, scored), strict=True))
+        def score(ask: tuple[ViewAsk, ViewStats]) -> list[tuple[int, float]]:
+            with self.db.read() as conn:
+                return pg_keywords.search_views(conn, agent_id, [ask])[0]
+
+        scored = small if small is not None else side_by_side(score, asks)
+        results = {(ask.kind, ask.view): hits for (ask, _), hits in zip(asks, scored, strict=True)}
         for kind in q.kinds:
             found_any = False
             for view in KEYWORD_VIEWS[kind]:
@@ -208,9 +227,7 @@ class PostgresSource:
         if not windows and not named:
             return
         with self.db.read() as conn:
-            candidates = _candidate_ids(signals)
-            times = _times(conn, q.agent_id, candidates) if windows else {}
-            spoken = _spoken_by(conn, q.agent_id, candidates["context"], named) if named else {}
+            times, spoken = _times_and_speakers(conn, q.agent_id, _candidate_ids(signals), bool(windows), named)
         if windows:
             time_signal(windows, times, signals)
         if named:
@@ -262,6 +279,7 @@ class _JoinReader:
     def __init__(self, conn: Connection, agent_id: str, anchors: Sequence[int], speakers: Collection[str]) -> None:
         self.conn = conn
         self.agent_id = agent_id
+        self.anchors = list(anchors)
         self.tokens = pg_keywords.terms_of(conn, anchors)
         words = {w for ts in self.tokens.values() for w in ts}
         self.df = pg_keywords.statistics(conn, agent_id, "context", "kw", words)
@@ -286,17 +304,48 @@ class _JoinReader:
 
     def _session_of(self, anchor: int) -> list[int]:
         if anchor not in self.sessions:
+            # The first anchor asked for brings every anchor's session in the same statement: a round trip
+            # costs more than a few sessions' rows, and a second anchor is asked for as often as not.
+            wanted = [a for a in dict.fromkeys([anchor, *self.anchors]) if a not in self.sessions]
             mates = self.conn.execute(
                 text(
-                    "SELECT m.id, tsvector_to_array(m.fts_kw) AS terms FROM context_turns a JOIN context_turns m "
-                    "ON m.agent_id = a.agent_id AND m.session_id = a.session_id "
-                    "WHERE a.id = :id AND a.agent_id = :agent ORDER BY m.created_at, m.id"
+                    "SELECT a.id AS anchor, m.id, tsvector_to_array(m.fts_kw) AS terms FROM context_turns a "
+                    "JOIN context_turns m ON m.agent_id = a.agent_id AND m.session_id = a.session_id "
+                    "WHERE a.id = ANY(:ids) AND a.agent_id = :agent ORDER BY a.id, m.created_at, m.id"
                 ),
-                {"id": anchor, "agent": self.agent_id},
+                {"ids": wanted, "agent": self.agent_id},
             ).all()
-            self.tokens.update({int(m.id): tuple(m.terms or ()) for m in mates})
-            self.sessions[anchor] = [int(m.id) for m in mates]
+            self.sessions.update({a: [] for a in wanted})
+            for m in mates:
+                self.tokens[int(m.id)] = tuple(m.terms or ())
+                self.sessions[int(m.anchor)].append(int(m.id))
         return self.sessions[anchor]
+
+
+def _snapshot(conn: Connection, agent_id: str, kinds: Sequence[str], params: SearchIn) -> tuple[bool, Snapshot]:
+    """Whether any of the agent's rows waits to be indexed, and the `Snapshot`, in one statement: on a small store
+    each round trip costs about as much as the work it asks for."""
+    columns = [
+        f"{pg_terms.UNINDEXED_SQL} AS unindexed",
+        "(SELECT max(rows) FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) AND view = 'kw' "
+        "AND term = :total) AS rows",
+    ]
+    if params.mode != "keyword":
+        columns += [
+            f"(SELECT count(*) FROM {BASE[kind][0]} WHERE embedding_state = 'pending' AND agent_id = :agent) "
+            f"AS waiting_{kind}"
+            for kind in kinds
+        ]
+    if "context" in kinds:
+        columns.append(f"ARRAY({pg_keywords.SPEAKERS_SQL}) AS speakers")
+    found = conn.execute(
+        text(f"SELECT {', '.join(columns)}"), {"agent": agent_id, "kinds": list(kinds), "total": pg_terms.TOTAL}
+    )
+    row = found.one()._mapping
+    waiting = sum(int(row[f"waiting_{kind}"]) for kind in kinds) if params.mode != "keyword" else 0
+    speakers = frozenset(row["speakers"] or ()) if "context" in kinds else frozenset()
+    snapshot = Snapshot(version=None, waiting=waiting, speakers=speakers, rows=int(row["rows"] or 0))
+    return bool(row["unindexed"]), snapshot
 
 
 def _candidate_ids(signals: Mapping[str, Mapping[Hashable, float]]) -> dict[str, list[int]]:
@@ -308,31 +357,35 @@ def _candidate_ids(signals: Mapping[str, Mapping[Hashable, float]]) -> dict[str,
     return {kind: sorted(found) for kind, found in ids.items()}
 
 
-def _times(conn: Connection, agent_id: str, candidates: Mapping[str, Sequence[int]]) -> dict[Key, datetime]:
-    """When each candidate row happened."""
+def _times_and_speakers(
+    conn: Connection, agent_id: str, candidates: Mapping[str, Sequence[int]], timed: bool, named: Collection[str]
+) -> tuple[dict[Key, datetime], dict[int, str]]:
+    """When each candidate row happened (when `timed`), and who spoke each candidate turn one of the `named`
+    speakers spoke, in one statement."""
+    parts: list[str] = []
+    params: dict[str, object] = {"agent": agent_id, "named": sorted(named)}
+    for kind, table, stamp, speaker in (
+        ("narrative", "narratives", "occurred_at", "CAST(NULL AS text)"),
+        ("context", "context_turns", "created_at", "speaker"),
+    ):
+        if not candidates[kind] or not (timed or (kind == "context" and named)):
+            continue
+        only_named = "" if timed else " AND speaker = ANY(:named)"
+        parts.append(
+            f"SELECT '{kind}' AS kind, id, {stamp} AS at, {speaker} AS speaker FROM {table} "
+            f"WHERE agent_id = :agent AND id = ANY(:{kind}){only_named}"
+        )
+        params[kind] = list(candidates[kind])
     times: dict[Key, datetime] = {}
-    for kind, table, stamp in (("narrative", "narratives", "occurred_at"), ("context", "context_turns", "created_at")):
-        ids = candidates[kind]
-        if ids:
-            found = conn.execute(
-                text(f"SELECT id, {stamp} AS at FROM {table} WHERE agent_id = :agent AND id = ANY(:ids)"),
-                {"agent": agent_id, "ids": ids},
-            )
-            times.update({(kind, int(r.id)): r.at for r in found})
-    return times
-
-
-def _spoken_by(conn: Connection, agent_id: str, ids: Sequence[int], named: Collection[str]) -> dict[int, str]:
-    """Who spoke each of the candidate turns `ids` that one of the `named` speakers spoke."""
-    if not ids:
-        return {}
-    found = conn.execute(
-        text(
-            "SELECT id, speaker FROM context_turns WHERE agent_id = :agent AND id = ANY(:ids) AND speaker = ANY(:named)"
-        ),
-        {"agent": agent_id, "ids": ids, "named": sorted(named)},
-    )
-    return {int(r.id): r.speaker for r in found}
+    spoken: dict[int, str] = {}
+    if not parts:
+        return times, spoken
+    for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+        if timed:
+            times[(r.kind, int(r.id))] = r.at
+        if r.kind == "context" and r.speaker in named:
+            spoken[int(r.id)] = r.speaker
+    return times, spoken
 
 
 def _adjacent(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[int, ...]]:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, literal, select, union_all
 
 from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.domain.records import AmendmentNote, ContextTurnRecord, NarrativeRecord
@@ -22,7 +22,7 @@ from tideline_core.search.signals import Key, Signals
 from tideline_core.search.when import TimeWindow
 from tideline_core.store.catchup import StoreVersion
 from tideline_core.store.database import Database
-from tideline_core.store.lookup import chunks
+from tideline_core.store.lookup import CHUNK, chunks
 from tideline_core.store.narratives import load_narratives, turn_corrections
 from tideline_core.store.schema import ContextTurn, Narrative
 from tideline_core.store.turns import load_turns
@@ -36,11 +36,13 @@ KEYWORD_DEPTH = 1000  # candidates a keyword view hands over, per kind
 @dataclass(frozen=True)
 class Snapshot:
     """What a search reads of the store before it ranks: the version to refresh the indexes to (None: no
-    in-memory index is refreshed), the rows still without a vector, and the speakers' names when read up front."""
+    in-memory index is refreshed), the rows still without a vector, and when read up front the speakers' names
+    and the row count of the agent's largest kind searched (a source asks a small store in fewer statements)."""
 
     version: StoreVersion | None
     waiting: int
     speakers: frozenset[str] = frozenset()
+    rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,16 +136,21 @@ def read_rows(conn: Connection, agent_id: str, narrative_ids: Sequence[int], tur
 
 
 def read_scripts(conn: Connection, agent_id: str, keys: Collection[Key]) -> dict[Key, str | None]:
-    """The script of each row's text (`StoreRows.scripts`)."""
+    """The script of each row's text (`StoreRows.scripts`): both kinds in one statement (per chunk of ids)."""
+    narratives = list(chunks([i for k, i in keys if k == "narrative"], CHUNK // 2))
+    turns = list(chunks([i for k, i in keys if k == "context"], CHUNK // 2))
     out: dict[Key, str | None] = {}
-    for kind, table, column in (
-        ("narrative", Narrative, Narrative.gesture),
-        ("context", ContextTurn, ContextTurn.content),
-    ):
-        ids = [i for k, i in keys if k == kind]
-        for chunk in chunks(ids):
-            for row_id, text in conn.execute(
-                select(table.id, column).where(table.agent_id == agent_id, table.id.in_(chunk))
-            ):
-                out[(kind, int(row_id))] = script_of(text) if meaningful(text) else None
+    for n in range(max(len(narratives), len(turns))):
+        parts = [
+            select(literal(kind).label("kind"), table.id, column.label("text")).where(
+                table.agent_id == agent_id, table.id.in_(found[n])
+            )
+            for kind, table, column, found in (
+                ("narrative", Narrative, Narrative.gesture, narratives),
+                ("context", ContextTurn, ContextTurn.content, turns),
+            )
+            if n < len(found)
+        ]
+        for kind, row_id, text in conn.execute(union_all(*parts)):
+            out[(str(kind), int(row_id))] = script_of(text) if meaningful(text) else None
     return out

@@ -253,17 +253,16 @@ def catch_up(conn: Connection, agent_id: str | None = None, batch: int = 500, *,
     return done
 
 
+# Whether any row of the agent `:agent` waits to be indexed: an expression, so a statement reading more can hold it.
+UNINDEXED_SQL = (
+    "(EXISTS (SELECT 1 FROM narratives WHERE agent_id = :agent AND fts_kw IS NULL) "
+    "OR EXISTS (SELECT 1 FROM context_turns WHERE agent_id = :agent AND fts_kw IS NULL))"
+)
+
+
 def has_unindexed(conn: Connection, agent_id: str) -> bool:
     """Whether any of the agent's rows waits to be indexed (a read of the small pending indexes)."""
-    return bool(
-        conn.execute(
-            text(
-                "SELECT EXISTS (SELECT 1 FROM narratives WHERE agent_id = :agent AND fts_kw IS NULL) "
-                "OR EXISTS (SELECT 1 FROM context_turns WHERE agent_id = :agent AND fts_kw IS NULL)"
-            ),
-            {"agent": agent_id},
-        ).scalar()
-    )
+    return bool(conn.execute(text(f"SELECT {UNINDEXED_SQL}"), {"agent": agent_id}).scalar())
 
 
 def _unindexed(conn: Connection, kind: str, agent_id: str | None, batch: int) -> list[tuple[int, str, str]]:

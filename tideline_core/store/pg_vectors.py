@@ -193,30 +193,61 @@ def nearest(
 ) -> list[tuple[int, float]]:
     """Top-k (row id, cosine) of the agent's `view` vectors of `kind` by `model`, through the HNSW index
     (`exact`: by a full scan of the agent's rows instead, for measuring the index's recall)."""
-    if (kind, view) not in INDEXES:
-        raise ValueError(f"no vector index for kind {kind!r} and view {view!r}")
-    table, stamp = BASE[kind]
-    clauses = ["e.agent_id = :agent", "e.model = :model", "e.vec IS NOT NULL"]
+    walks = [(kind, view)]
+    return nearest_views(
+        conn, agent_id, walks, model, query, k, since, until, extracts=extracts, exact=exact, ef_search=ef_search
+    )[0]
+
+
+def nearest_views(
+    conn: Connection,
+    agent_id: str,
+    walks: Sequence[tuple[str, str]],
+    model: str,
+    query: np.ndarray,
+    k: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    *,
+    extracts: bool = True,
+    exact: bool = False,
+    ef_search: int = EF_SEARCH,
+) -> list[list[tuple[int, float]]]:
+    """`nearest` of each (kind, view) of `walks`, in their order: every walk in one statement (each its own
+    subquery, joined by UNION ALL), after one for their settings."""
+    for kind, view in walks:
+        if (kind, view) not in INDEXES:
+            raise ValueError(f"no vector index for kind {kind!r} and view {view!r}")
     params: dict[str, object] = {"agent": agent_id, "model": model, "q": literal(query), "k": k}
-    join = ""
-    if since is not None or until is not None or (kind == "narrative" and not extracts):
-        join = f" JOIN {table} b ON b.id = e.row_id"
-        if since is not None:
-            clauses.append(f"b.{stamp} >= :since")
-            params["since"] = since
-        if until is not None:
-            clauses.append(f"b.{stamp} <= :until")
-            params["until"] = until
-        if kind == "narrative" and not extracts:
-            clauses.append(f"NOT {EXTRACT_SQL}")
+    if since is not None:
+        params["since"] = since
+    if until is not None:
+        params["until"] = until
     distance = "(e.vec <=> CAST(:q AS halfvec))"
     # `+ 0` hides the operator from the planner, so the exact form cannot use the index.
     order = f"{distance} + 0" if exact else distance
-    sql = (
-        f"SELECT e.row_id AS id, 1 - {distance} AS cosine FROM embeddings e{join} "
-        f"WHERE e.kind = '{kind}' AND e.view = '{view}' AND {' AND '.join(clauses)} ORDER BY {order} LIMIT :k"
-    )
-    # One round trip for the walk's three settings (each for this transaction only).
+    parts = []
+    for n, (kind, view) in enumerate(walks):
+        table, stamp = BASE[kind]
+        clauses = ["e.agent_id = :agent", "e.model = :model", "e.vec IS NOT NULL"]
+        join = ""
+        if since is not None or until is not None or (kind == "narrative" and not extracts):
+            join = f" JOIN {table} b ON b.id = e.row_id"
+            if since is not None:
+                clauses.append(f"b.{stamp} >= :since")
+            if until is not None:
+                clauses.append(f"b.{stamp} <= :until")
+            if kind == "narrative" and not extracts:
+                clauses.append(f"NOT {EXTRACT_SQL}")
+        walk = (
+            f"SELECT e.row_id AS id, 1 - {distance} AS cosine FROM embeddings e{join} "
+            f"WHERE e.kind = '{kind}' AND e.view = '{view}' AND {' AND '.join(clauses)} ORDER BY {order} LIMIT :k"
+        )
+        parts.append(f"SELECT {n} AS walk, id, cosine FROM ({walk}) AS w{n}")
+    found: list[list[tuple[int, float]]] = [[] for _ in walks]
+    if not parts:
+        return found
+    # One round trip for the walks' three settings (each for this transaction only).
     conn.execute(
         text(
             "SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -224,6 +255,7 @@ def nearest(
         ),
         {"ef": str(min(max(int(ef_search), k), 1000)), "tuples": str(MAX_SCAN_TUPLES)},
     )
-    found = [(int(r.id), float(r.cosine)) for r in conn.execute(text(sql), params)]
+    for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+        found[int(r.walk)].append((int(r.id), float(r.cosine)))
     # relaxed_order may hand rows back slightly out of order: the ranking is by cosine.
-    return sorted(found, key=lambda hit: (-hit[1], hit[0]))
+    return [sorted(hits, key=lambda hit: (-hit[1], hit[0])) for hits in found]

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from tests.pgvector_server import pgvector_url  # noqa: F401 - the fixture
 from tests.words_embedder import WordsEmbedder
@@ -218,6 +218,44 @@ def test_rankings_match_the_in_memory_search_over_the_same_rows(pg: Database, tm
         assert seen == {"kw", "kw_ctx", "dense", "ctx", "speaker", "time", "join", "neighbour"}
     finally:
         lite.close()
+
+
+# What one search of the small store above may cost, once the agent's scripts are known: each statement is a
+# round trip, and each connection taken from the pool three more (its ping, BEGIN and COMMIT).
+STATEMENTS_PER_SEARCH = 18
+CONNECTIONS_PER_SEARCH = 8
+
+
+def test_a_search_of_a_small_store_asks_few_statements_on_few_connections(pg: Database) -> None:
+    _load(pg)
+    searcher = pg_source.searcher(pg, WordsEmbedder())
+    statements, connections = [0], [0]
+
+    def counted(*_: object) -> None:
+        statements[0] += 1
+
+    def taken(*_: object) -> None:
+        connections[0] += 1
+
+    asked = [
+        parse(SearchIn, {"query": question, "mode": mode, "kinds": kinds, "limit": 8})
+        for question in QUESTIONS
+        for mode in ("keyword", "hybrid")
+        for kinds in ("all", "context")
+    ]
+    for params in asked:
+        searcher.search("alice", params)
+    event.listen(pg.engine, "before_cursor_execute", counted)
+    event.listen(pg.engine.pool, "checkout", taken)
+    try:
+        for params in asked:
+            statements[0] = connections[0] = 0
+            assert searcher.search("alice", params).hits
+            assert statements[0] <= STATEMENTS_PER_SEARCH, (params.query, params.mode, params.kinds)
+            assert connections[0] <= CONNECTIONS_PER_SEARCH, (params.query, params.mode, params.kinds)
+    finally:
+        event.remove(pg.engine, "before_cursor_execute", counted)
+        event.remove(pg.engine.pool, "checkout", taken)
 
 
 def test_lookups_side_by_side_answer_in_the_order_asked_and_at_once() -> None:
