@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Result, Row, Select, literal, select
+from sqlalchemy import Connection, Row, Select, literal, select
 
 from tideline_core.domain.memory_text import NarrativeFields, narrative_search_text, turn_text
 from tideline_core.search.bm25 import BM25Index
@@ -32,7 +32,7 @@ from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.query import expand_prefixes
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
-from tideline_core.store.lookup import chunks
+from tideline_core.store.lookup import chunks, fetched_with_pauses, no_pause
 from tideline_core.store.schema import Amendment, ContextTurn, Narrative, NarrativeTag, extract_of
 from tideline_core.text.terms import analyze
 from tideline_core.text.tokens import has_cjk, is_prefix
@@ -46,10 +46,6 @@ PAUSE_ROWS = 50
 
 def _stamp(value: datetime) -> float:
     return value.timestamp()
-
-
-def _go_on() -> None:
-    """The default pause hook: no pause."""
 
 
 @dataclass
@@ -165,7 +161,7 @@ class KeywordIndex:
         self._guard = threading.Lock()
         # Called every PAUSE_ROWS rows absorbed, holding the shard's lock: it may wait (`warming` waits while
         # a search answers from the store) but must not touch this index.
-        self.pause: Callable[[], None] = _go_on
+        self.pause: Callable[[], None] = no_pause
 
     def _shard(self, agent_id: str, kind: str) -> _Shard:
         with self._guard:
@@ -174,14 +170,6 @@ class KeywordIndex:
                 ctx = BM25Index(k1=self.k1, b=self.b) if kind == "context" else None
                 shard = self._shards[(agent_id, kind)] = _Shard(kw=BM25Index(k1=self.k1, b=self.b), kw_ctx=ctx)
             return shard
-
-    def _fetched(self, result: Result[Any]) -> list[Row[Any]]:
-        """Every row of `result`, with a pause every PAUSE_ROWS: turning rows into values is Python too."""
-        rows: list[Row[Any]] = []
-        for part in result.partitions(PAUSE_ROWS):
-            self.pause()
-            rows.extend(part)
-        return rows
 
     def refresh(self, agent_id: str, kind: str, version: StoreVersion | None = None) -> _Shard:
         """The agent's shard with every row written since the last refresh absorbed.
@@ -202,7 +190,7 @@ class KeywordIndex:
 
     def _absorb_turns(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = self._fetched(
+            rows = fetched_with_pauses(
                 conn.execute(
                     select(
                         ContextTurn.id,
@@ -213,7 +201,9 @@ class KeywordIndex:
                     )
                     .where(ids_after(ContextTurn.id, shard.cursor), ContextTurn.agent_id == agent_id)
                     .order_by(ContextTurn.id)
-                )
+                ),
+                PAUSE_ROWS,
+                self.pause,
             )
             newest, visible = catch_up(conn, ContextTurn.__table__, shard.cursor, (int(r.id) for r in rows))
         for n, r in enumerate(rows):
@@ -224,12 +214,14 @@ class KeywordIndex:
 
     def _absorb_narratives(self, agent_id: str, shard: _Shard) -> None:
         with self.db.snapshot() as conn:
-            rows = self._fetched(
+            rows = fetched_with_pauses(
                 conn.execute(
                     _narrative_columns(self.extracts)
                     .where(ids_after(Narrative.id, shard.cursor), Narrative.agent_id == agent_id)
                     .order_by(Narrative.id)
-                )
+                ),
+                PAUSE_ROWS,
+                self.pause,
             )
             newest, visible = catch_up(conn, Narrative.__table__, shard.cursor, [int(r.id) for r in rows])
             notes = conn.execute(

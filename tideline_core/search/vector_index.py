@@ -12,11 +12,8 @@ from tideline_core.numeric import np
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import vectors_after
+from tideline_core.store.lookup import no_pause
 from tideline_core.store.schema import Embedding
-
-
-def _go_on() -> None:
-    """The default pause hook: no pause."""
 
 
 @dataclass
@@ -79,7 +76,7 @@ class VectorIndex:
         self._shards: dict[tuple[str, str, str], _Shard] = {}
         self._guard = threading.Lock()
         # Called between batches of vectors read, holding the shard's lock (as `KeywordIndex.pause`).
-        self.pause: Callable[[], None] = _go_on
+        self.pause: Callable[[], None] = no_pause
 
     def _shard(self, agent_id: str, kind: str, view: str) -> _Shard:
         with self._guard:

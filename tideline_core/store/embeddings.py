@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Row, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from tideline_core.domain.memory_text import narrative_passage, turn_text
@@ -21,7 +21,7 @@ from tideline_core.domain.records import PendingRow
 from tideline_core.numeric import np
 from tideline_core.store import pg_vectors
 from tideline_core.store.catchup import IdCursor, ids_after
-from tideline_core.store.lookup import chunks
+from tideline_core.store.lookup import chunks, fetched_with_pauses, no_pause
 from tideline_core.store.narratives import load_narratives
 from tideline_core.store.schema import ContextTurn, Embedding, EmbeddingClaim, Narrative, extract_of
 
@@ -319,11 +319,7 @@ def vectors_after(
         )
         .order_by(Embedding.id)
     )
-    rows: list[Row[Any]] = []
-    for part in result.partitions(PAUSE_ROWS):
-        if pause is not None:
-            pause()
-        rows.extend(part)
+    rows = fetched_with_pauses(result, PAUSE_ROWS, pause or no_pause)
     if not rows:
         return VectorBatch(after.last_id, [], None, [])
     newest = max(after.last_id, rows[-1].id)

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, FromClause, Row, select
+from sqlalchemy import Connection, FromClause, Result, Row, select
 
 CHUNK = 500  # ids per IN (...): well under every driver's bound-parameter limit
 R = TypeVar("R")
+
+
+def no_pause() -> None:
+    """The default pause hook of an index build: go on."""
+
+
+def fetched_with_pauses(result: Result[Any], every: int, pause: Callable[[], None]) -> list[Row[Any]]:
+    """Every row of `result`, `pause` called before each `every` rows: turning rows into values holds the GIL,
+    so a build on a thread of its own lets other threads go first there."""
+    rows: list[Row[Any]] = []
+    for part in result.partitions(every):
+        pause()
+        rows.extend(part)
+    return rows
 
 
 def chunks(ids: Sequence[int], size: int = CHUNK) -> Iterator[Sequence[int]]:
