@@ -49,8 +49,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         report = maintenance.upgrade(url, progress=_indexed)
         print(f"{_safe(url)}: at the newest schema ({report.dialect})")
         if report.dialect == "postgresql":
-            rows = report.keyword_rows
-            print(f"  vectors searched in the database (pgvector, HNSW); {rows} rows indexed for keyword search now")
+            print(
+                f"  vectors searched in the database (pgvector); {report.vector_graphs} agents' vector graphs built "
+                f"now; {report.keyword_rows} rows indexed for keyword search now"
+            )
         return 0
     report_ = maintenance.copy(args.source, args.target, batch=args.batch, progress=_copied, indexed=_indexed)
     print(f"copied {_safe(args.source)} -> {_safe(args.target)}")

@@ -10,6 +10,7 @@ from tideline_core.settings import Settings
 from workers.queues import TaskName
 
 NIGHTLY_EXPIRES_SECONDS = 6 * 3600
+VECTOR_GRAPHS_SECONDS = 600.0
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -33,5 +34,13 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": str(TaskName.NIGHTLY_ALL),
             "schedule": crontab(minute=minute, hour=hour),
             "options": {"expires": float(NIGHTLY_EXPIRES_SECONDS)},
+        },
+        # PostgreSQL: an agent whose view has grown past `pg_vectors.GRAPH_ROWS` vectors gets an HNSW graph of
+        # its own (until then its searches scan its rows exactly, slower as it grows). A quick check when
+        # nothing is due; expires after one interval, as the next check covers the same.
+        "build-vector-graphs": {
+            "task": str(TaskName.BUILD_VECTOR_GRAPHS),
+            "schedule": VECTOR_GRAPHS_SECONDS,
+            "options": {"expires": VECTOR_GRAPHS_SECONDS},
         },
     }

@@ -26,6 +26,7 @@ KEYWORD_BATCH = 2000  # rows indexed per committed transaction
 class UpgradeReport:
     dialect: str
     keyword_rows: int  # rows indexed for keyword search now
+    vector_graphs: int = 0  # agents' vector graphs built now (views grown to `pg_vectors.GRAPH_ROWS`)
 
 
 @dataclass(frozen=True)
@@ -51,23 +52,24 @@ def upgrade(url: str, progress: Callable[[int], None] | None = None) -> UpgradeR
 def _finish(db: Database, progress: Callable[[int], None] | None) -> UpgradeReport:
     if db.dialect != "postgresql":
         return UpgradeReport(db.dialect, 0)
-    _set_up_vectors(db, build_indexes=True)  # migrated all the same: once pgvector is there, the next upgrade adds it
+    _set_up_vectors(db)  # migrated all the same: once pgvector is there, the next upgrade adds it
     indexed = 0
     while True:
         with db.write() as conn:
             done = keywords.catch_up(conn, most=KEYWORD_BATCH)
         if not done:
-            return UpgradeReport(db.dialect, indexed)
+            # Without blocking writes: an upgrade may run beside a serving system.
+            return UpgradeReport(db.dialect, indexed, len(pg_vectors.build_graphs(db.engine)))
         indexed += done
         if progress is not None:
             progress(indexed)
 
 
-def _set_up_vectors(db: Database, *, build_indexes: bool) -> None:
-    """pgvector's column (and its indexes) where the server has pgvector; ConfigurationError, saying what to
-    install, where it has not (PostgreSQL only)."""
+def _set_up_vectors(db: Database) -> None:
+    """pgvector's column where the server has pgvector; ConfigurationError, saying what to install, where it has
+    not (PostgreSQL only)."""
     with db.write() as conn:
-        pg_vectors.ensure(conn, build_indexes=build_indexes)
+        pg_vectors.ensure(conn, build_indexes=False)
     with db.read() as conn:
         pg_vectors.require(conn)
 
@@ -97,7 +99,7 @@ def copy(
         target = Database.open(target_url)
         try:
             if target.dialect == "postgresql":  # refused before a row is copied, not after all of them
-                _set_up_vectors(target, build_indexes=False)  # _finish builds the indexes once the rows are in
+                _set_up_vectors(target)  # the copy builds the vector graphs once the rows are in
             copied = transfer.copy_all(source.engine, target, batch=batch, progress=progress)
             keyword_rows = _finish(target, indexed).keyword_rows
             checks = transfer.verify(source.engine, target.engine)

@@ -136,3 +136,9 @@ def release_lock(self: Task, agent_id: str, token: str) -> dict[str, Any]:
     """End of the chain (or its errback): free the agent's lock if this chain still holds it."""
     released = locks.release(resources_of(self.app).redis, agent_id, token)
     return {"agent_id": agent_id, "released": released}
+
+
+@shared_task(bind=True, name=str(TaskName.BUILD_VECTOR_GRAPHS))
+def build_vector_graphs(self: Task) -> dict[str, Any]:
+    """Beat's periodic check (PostgreSQL): a vector graph of its own for every agent's view grown large enough."""
+    return {"built": resources_of(self.app).service.build_vector_graphs()}

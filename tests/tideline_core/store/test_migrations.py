@@ -90,7 +90,7 @@ def undeclared_differences(url: str) -> list[object]:
 
 def _is_fts(difference: object) -> bool:
     # ... and so are pgvector's search copy of each vector (`embeddings.vec`) and its HNSW indexes.
-    return any(mark in repr(difference) for mark in ("fts", "'vec'", "ix_embeddings_vec_"))
+    return any(mark in repr(difference) for mark in ("fts", "'vec'", "ix_embeddings_vec_", "ix_vec_agent_"))
 
 
 def test_the_newest_revision_is_read_from_the_scripts_as_alembic_reads_them() -> None:
