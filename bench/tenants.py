@@ -1,7 +1,8 @@
 """Many agents on one PostgreSQL: search, per-turn block, CPU and vector recall per agent size class, beside SQLite.
 
     .venv/bin/python bench/tenants.py [--mix 8x100000,40x10000,952x1000] [--database-url URL] [--queries 60]
-        [--sample 3] [--layout agent|shared] [--ef-search 400] [--sqlite 1000,10000] [--keep] [--existing URL]
+        [--sample 3] [--layout agent|shared] [--ef-search 400] [--sqlite 1000,10000] [--starts 3] [--keep]
+        [--existing URL]
 
 One database holds every agent of `--mix` (COUNTxNARRATIVES, comma-separated; each agent also has a
 tenth as many context turns), loaded with COPY as `bench/scale.py` loads one agent: synthetic bilingual
@@ -38,7 +39,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 from harness import pct
 from psycopg import ClientCursor
-from scale import Ids, _postgres_cpu, copy_agent, finish, queries, sandbox_settings, server
+from scale import Ids, _postgres_cpu, copy_agent, finish, queries, sandbox_settings, server, server_start
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 
@@ -229,6 +230,7 @@ def main() -> None:
     parser.add_argument("--layout", choices=("agent", "shared"), default="agent")
     parser.add_argument("--ef-search", default=str(pg_vectors.EF_SEARCH), help="recall at each (comma-separated)")
     parser.add_argument("--sqlite", default="1000,10000", help="agent sizes measured alone on SQLite ('': none)")
+    parser.add_argument("--starts", type=int, default=3, help="server starts measured on the many agents' database")
     parser.add_argument("--keep", action="store_true", help="keep the database (printed) for a later look")
     parser.add_argument("--existing", help="measure this kept database (of the same --mix) instead of loading one")
     args = parser.parse_args()
@@ -284,6 +286,14 @@ def main() -> None:
             for line in plan(url, sample[0], probes[0]):
                 print(f"    {line}")
             sys.stdout.flush()
+        if args.starts:
+            starts = [server_start(url) for _ in range(args.starts)]
+            seconds = sorted(start["start_s"] for start in starts)
+            print(
+                f"\nserver: answers its first memory_search {seconds[0]:.1f}-{seconds[-1]:.1f} s after start "
+                f"({len(starts)} starts), RSS {max(start['rss_mib'] for start in starts):.0f} MiB",
+                flush=True,
+            )
         for size in (int(s) for s in args.sqlite.split(",") if s.strip()):
             lat = sqlite_latency(admin, size, model, args.queries)
             print(

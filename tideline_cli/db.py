@@ -23,9 +23,9 @@ def add_parser(sub: Any) -> None:
     upgrade = actions.add_parser(
         "upgrade",
         help="migrate to the newest schema; on PostgreSQL also pgvector and the keyword index",
-        description="Migrate the database to the newest schema. On PostgreSQL also create pgvector's column and "
-        "HNSW indexes where the server has pgvector, and index every row not yet indexed for keyword search "
-        "(resumable).",
+        description="Migrate the database to the newest schema. On PostgreSQL also create pgvector's column where "
+        "the server has pgvector, index every row not yet indexed for keyword search (resumable), and build the "
+        "HNSW graph of every agent's view grown to 10,000 vectors that has none (without blocking writes).",
     )
     upgrade.add_argument("--database-url", help="the database (default: TIDELINE_DATABASE_URL, else the SQLite file)")
     copy = actions.add_parser(
