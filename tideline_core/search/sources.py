@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tideline_core.numeric import np
 
 KEYWORD_DEPTH = 1000  # candidates a keyword view hands over, per kind
+SCRIPTS_KEPT = 200_000  # rows whose script a process remembers
 
 
 @dataclass(frozen=True)
@@ -114,11 +115,24 @@ class StoreRows:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._scripts: dict[tuple[str, Key], str | None] = {}
 
     def scripts(self, agent_id: str, keys: Collection[Key]) -> dict[Key, str | None]:
-        """The script (`reference.script_of`) of each row's text; None for a text too short to mean anything."""
-        with self.db.read() as conn:
-            return read_scripts(conn, agent_id, keys)
+        """The script (`reference.script_of`) of each row's text; None for a text too short to mean anything.
+
+        Remembered by row (up to `SCRIPTS_KEPT`, then forgotten all at once): a row's text never changes under
+        its id (an edit is a new row, a note an amendment row), and a search asks this of its few hundred dense
+        candidates, which on a large SQLite store are as many page reads scattered over the table."""
+        known = {key: self._scripts[(agent_id, key)] for key in keys if (agent_id, key) in self._scripts}
+        missing = [key for key in keys if key not in known]
+        if missing:
+            with self.db.read() as conn:
+                found = read_scripts(conn, agent_id, missing)
+            if len(self._scripts) + len(found) > SCRIPTS_KEPT:
+                self._scripts.clear()
+            self._scripts.update({(agent_id, key): script for key, script in found.items()})
+            known.update(found)
+        return known
 
     def rows(self, agent_id: str, narrative_ids: Sequence[int], turn_ids: Sequence[int]) -> Rows:
         """The rows to show, with the corrections of the turns among them."""
