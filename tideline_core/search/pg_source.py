@@ -22,10 +22,9 @@ the walks another, and each other read of a search (the snapshot, the candidates
 the join's sessions) one statement too.
 
 A server process therefore holds no per-agent index and starts in the same time at any size; the
-query vectors of recent query texts are still remembered (`HybridSearch._query_vector`), and the scripts of
-rows it ranked (`StoreRows.scripts`). Vectors of
-another size than `pg_vectors.DIM` have no HNSW copy: those are searched by an in-memory index
-(`memory_source`).
+query vectors of recent query texts are still remembered (`HybridSearch._query_vector`), and the
+scripts of rows it ranked (`StoreRows.scripts`). Vectors of another size than `pg_vectors.DIM` have
+no HNSW copy: those are searched by an in-memory index (`memory_source`).
 """
 
 from __future__ import annotations
