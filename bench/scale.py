@@ -65,7 +65,7 @@ from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.search import pg_keywords
 from tideline_core.search.query import question_terms, word_groups
 from tideline_core.service import NullJobQueue
-from tideline_core.store import pg_terms, pg_vectors
+from tideline_core.store import agent_indexes, pg_terms, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.embeddings import to_blob
 from tideline_core.text.terms import analyze
@@ -115,7 +115,7 @@ def load(url: str, n: int, embedder: Any, hnsw: tuple[int, int]) -> dict[str, fl
     started = time.monotonic()
     db = Database.open(url)
     with db.write() as conn:
-        pg_vectors.drop_indexes(conn)
+        agent_indexes.drop_all(conn)
     raw = db.engine.raw_connection()
     try:
         dbapi = raw.driver_connection
@@ -279,7 +279,7 @@ def finish(db: Database, dbapi: Any, hnsw: tuple[int, int]) -> None:
     with db.engine.connect() as conn:  # the indexes the migration makes, with the graph settings asked for
         conn.execute(text("SET maintenance_work_mem = '2GB'"))
         conn.execute(text("SET max_parallel_maintenance_workers = 2"))
-        pg_vectors.create_indexes(conn, m=hnsw[0], ef_construction=hnsw[1])
+        agent_indexes.create_due(conn, graph=hnsw)
         conn.commit()
     with dbapi.cursor() as cur:
         cur.execute("VACUUM ANALYZE")
@@ -676,8 +676,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ingest", type=int, default=600, help="rows written for the ingest figure (0: skip)")
     parser.add_argument("--ingest-runs", type=int, default=1, help="times the ingest figure is measured")
-    parser.add_argument("--hnsw-m", type=int, default=pg_vectors.HNSW_M, help="HNSW graph degree (the migration's)")
-    parser.add_argument("--ef-construction", type=int, default=pg_vectors.HNSW_EF_CONSTRUCTION)
+    parser.add_argument("--hnsw-m", type=int, default=agent_indexes.HNSW_M, help="HNSW graph degree (the store's)")
+    parser.add_argument("--ef-construction", type=int, default=agent_indexes.HNSW_EF_CONSTRUCTION)
     parser.add_argument("--ef-search", default=str(pg_vectors.EF_SEARCH), help="HNSW recall at each (comma-separated)")
     parser.add_argument("--starts", type=int, default=3, help="server starts measured (the fastest and slowest shown)")
     parser.add_argument("--keep", action="store_true", help="keep each size's database (printed) for a later look")

@@ -7,12 +7,12 @@
 One database holds every agent of `--mix` (COUNTxNARRATIVES, comma-separated; each agent also has a
 tenth as many context turns), loaded with COPY as `bench/scale.py` loads one agent: synthetic bilingual
 rows (`bench/synthetic.py`, a seed per agent), their keyword columns and statistics, and vectors made
-from the real e5 vectors of their words. The vector indexes are then those of `--layout`:
+from the real e5 vectors of their words. The indexes are then those of `--layout`:
 
-- ``agent`` (what the migration makes): a graph of its own for each agent's view of at least
-  `pg_vectors.GRAPH_ROWS` vectors, an exact scan of the agent's rows below;
-- ``shared`` (before): one HNSW graph per view over every agent's rows, walked with pgvector's
-  iterative scan filtered to the agent.
+- ``agent`` (what the store makes): a vector graph and a GIN keyword index of its own for each agent's
+  view of at least `agent_indexes.OWN_ROWS` rows; below, the agent's rows read through its b-trees;
+- ``shared`` (before): one HNSW graph per vector view and one GIN index per keyword column, each over
+  every agent's rows (a walk filtered to the agent by pgvector's iterative scan).
 
 For `--sample` agents of each size class, asked in turn: hybrid search (limit 10) and per-turn block
 (`Service.prefetch`, a new session each call) p50 / p95 over `--queries` new query sentences with
@@ -49,7 +49,7 @@ from tideline_core.domain.inputs import PrefetchIn, SearchIn
 from tideline_core.embedding import LOCAL_MODEL
 from tideline_core.service import NullJobQueue
 from tideline_core.service.maintenance import copy as copy_store
-from tideline_core.store import pg_vectors
+from tideline_core.store import agent_indexes, pg_vectors
 from tideline_core.store.database import Database
 
 
@@ -75,7 +75,7 @@ def load(url: str, mix: list[tuple[int, int]], embedder: Any, layout: str) -> di
     started = time.monotonic()
     db = Database.open(url)
     with db.write() as conn:
-        pg_vectors.drop_indexes(conn)
+        agent_indexes.drop_all(conn)
     raw = db.engine.raw_connection()
     table: dict[str, np.ndarray] = {}
     ids, rows_s, vectors_s = Ids(), 0.0, 0.0
@@ -91,7 +91,7 @@ def load(url: str, mix: list[tuple[int, int]], embedder: Any, layout: str) -> di
             if n % 100 == 99:
                 print(f"  {n + 1} agents loaded, {time.monotonic() - started:.0f} s", flush=True)
         indexed = time.monotonic()
-        finish(db, dbapi, (pg_vectors.HNSW_M, pg_vectors.HNSW_EF_CONSTRUCTION))
+        finish(db, dbapi, (agent_indexes.HNSW_M, agent_indexes.HNSW_EF_CONSTRUCTION))
         if layout == "shared":
             set_shared(db)
     finally:
@@ -102,19 +102,12 @@ def load(url: str, mix: list[tuple[int, int]], embedder: Any, layout: str) -> di
 
 
 def set_shared(db: Database) -> None:
-    """The layout before graphs per agent: one graph per view over every agent's rows."""
+    """The layout before indexes per agent: one HNSW graph per vector view and one GIN index per keyword column,
+    each over every agent's rows."""
     with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("SET maintenance_work_mem = '2GB'"))
         conn.execute(text("SET max_parallel_maintenance_workers = 2"))
-        for name in pg_vectors.graphs(conn):
-            conn.execute(text(f"DROP INDEX {name}"))
-        for (kind, view), name in zip(pg_vectors.VIEWS, pg_vectors.SHARED_GRAPHS, strict=True):
-            conn.execute(
-                text(
-                    f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw (vec halfvec_cosine_ops) "
-                    f"WHERE kind = '{kind}' AND view = '{view}'"
-                )
-            )
+        agent_indexes.restore_shared(conn, vectors=True)
 
 
 def latency(url: str, sample: list[str], rounds: int) -> dict[str, float]:
@@ -211,7 +204,7 @@ def sqlite_latency(admin: str, size: int, embedder: Any, rounds: int) -> dict[st
         raw = db.engine.raw_connection()
         try:
             copy_agent(raw.driver_connection, "solo", size, max(size // 10, 1), embedder, seed=7, first=Ids())
-            finish(db, raw.driver_connection, (pg_vectors.HNSW_M, pg_vectors.HNSW_EF_CONSTRUCTION))
+            finish(db, raw.driver_connection, (agent_indexes.HNSW_M, agent_indexes.HNSW_EF_CONSTRUCTION))
         finally:
             raw.close()
             db.close()
@@ -252,9 +245,9 @@ def main() -> None:
                     set_shared(db)
                 else:
                     with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                        for name in pg_vectors.SHARED_GRAPHS:
+                        for name in agent_indexes.SHARED:
                             conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
-                    pg_vectors.build_graphs(db.engine)
+                    agent_indexes.build(db.engine)
             finally:
                 db.close()
         else:

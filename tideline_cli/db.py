@@ -25,7 +25,8 @@ def add_parser(sub: Any) -> None:
         help="migrate to the newest schema; on PostgreSQL also pgvector and the keyword index",
         description="Migrate the database to the newest schema. On PostgreSQL also create pgvector's column where "
         "the server has pgvector, index every row not yet indexed for keyword search (resumable), and build the "
-        "HNSW graph of every agent's view grown to 10,000 vectors that has none (without blocking writes).",
+        "indexes of its own (vector graph, keyword index) of every agent's view grown to 10,000 rows that has none "
+        "(without blocking writes).",
     )
     upgrade.add_argument("--database-url", help="the database (default: TIDELINE_DATABASE_URL, else the SQLite file)")
     copy = actions.add_parser(
@@ -50,8 +51,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         print(f"{_safe(url)}: at the newest schema ({report.dialect})")
         if report.dialect == "postgresql":
             print(
-                f"  vectors searched in the database (pgvector); {report.vector_graphs} agents' vector graphs built "
-                f"now; {report.keyword_rows} rows indexed for keyword search now"
+                f"  vectors searched in the database (pgvector); {report.keyword_rows} rows indexed for keyword "
+                f"search now; {report.agent_indexes} indexes of large agents' own built now"
             )
         return 0
     report_ = maintenance.copy(args.source, args.target, batch=args.batch, progress=_copied, indexed=_indexed)

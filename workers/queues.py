@@ -27,7 +27,7 @@ class TaskName(StrEnum):
     NIGHTLY = "tideline.dream.nightly"
     NIGHTLY_ALL = "tideline.dream.nightly_all"
     RELEASE_LOCK = "tideline.dream.release_lock"
-    BUILD_VECTOR_GRAPHS = "tideline.dream.build_vector_graphs"
+    BUILD_AGENT_INDEXES = "tideline.dream.build_agent_indexes"
 
 
 QUEUE_OF: dict[TaskName, Queue] = {
@@ -39,7 +39,7 @@ QUEUE_OF: dict[TaskName, Queue] = {
     TaskName.NIGHTLY: Queue.DREAM,
     TaskName.NIGHTLY_ALL: Queue.DREAM,
     TaskName.RELEASE_LOCK: Queue.DREAM,
-    TaskName.BUILD_VECTOR_GRAPHS: Queue.DREAM,
+    TaskName.BUILD_AGENT_INDEXES: Queue.DREAM,
 }
 
 

@@ -10,7 +10,7 @@ from tideline_core.settings import Settings
 from workers.queues import TaskName
 
 NIGHTLY_EXPIRES_SECONDS = 6 * 3600
-VECTOR_GRAPHS_SECONDS = 600.0
+AGENT_INDEXES_SECONDS = 600.0
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -35,12 +35,12 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": crontab(minute=minute, hour=hour),
             "options": {"expires": float(NIGHTLY_EXPIRES_SECONDS)},
         },
-        # PostgreSQL: an agent whose view has grown past `pg_vectors.GRAPH_ROWS` vectors gets an HNSW graph of
-        # its own (until then its searches scan its rows exactly, slower as it grows). A quick check when
-        # nothing is due; expires after one interval, as the next check covers the same.
-        "build-vector-graphs": {
-            "task": str(TaskName.BUILD_VECTOR_GRAPHS),
-            "schedule": VECTOR_GRAPHS_SECONDS,
-            "options": {"expires": VECTOR_GRAPHS_SECONDS},
+        # PostgreSQL: an agent whose view has grown to `agent_indexes.OWN_ROWS` rows gets a vector graph and a
+        # keyword index of its own (until then its searches read its rows, slower as they grow). A quick check
+        # when nothing is due; expires after one interval, as the next check covers the same.
+        "build-agent-indexes": {
+            "task": str(TaskName.BUILD_AGENT_INDEXES),
+            "schedule": AGENT_INDEXES_SECONDS,
+            "options": {"expires": AGENT_INDEXES_SECONDS},
         },
     }

@@ -85,11 +85,11 @@ def test_every_beat_entry_expires_and_reconcile_runs_on_its_interval() -> None:
     assert entry["schedule"] == 45
 
 
-def test_agents_vector_graphs_are_checked_for_periodically_on_the_dream_queue(tmp_path: Path) -> None:
-    (entry,) = [e for e in beat_schedule(Settings()).values() if e["task"] == TaskName.BUILD_VECTOR_GRAPHS]
+def test_agents_own_indexes_are_checked_for_periodically_on_the_dream_queue(tmp_path: Path) -> None:
+    (entry,) = [e for e in beat_schedule(Settings()).values() if e["task"] == TaskName.BUILD_AGENT_INDEXES]
     assert entry["schedule"] == entry["options"]["expires"]  # a late check is dropped: the next one covers it
-    assert ROUTES[str(TaskName.BUILD_VECTOR_GRAPHS)] == {"queue": "dream"}
+    assert ROUTES[str(TaskName.BUILD_AGENT_INDEXES)] == {"queue": "dream"}
     app = create_app(Settings(home=tmp_path))
     app.loader.import_default_modules()  # what a worker does at start
-    assert str(TaskName.BUILD_VECTOR_GRAPHS) in app.tasks
+    assert str(TaskName.BUILD_AGENT_INDEXES) in app.tasks
     app.close()

@@ -9,7 +9,8 @@ at query time:
   bound; the embed task indexes a larger backlog), so a write is found by the next query. When BM25
   finds nothing, the store's LIKE lookup answers (a single CJK character, part of an identifier), as
   on SQLite;
-- ``dense`` / ``ctx``: cosine through the HNSW index of each view (`store.pg_vectors`);
+- ``dense`` / ``ctx``: cosine through the agent's own HNSW graph of each view, or an exact scan of its
+  rows where the view is small (`store.pg_vectors`, `store.agent_indexes`);
 - ``time`` / ``speaker``: from the candidates' times and speakers, read for them alone;
 - ``join``: `joins.session_joins` over the anchors' terms and their sessions' turns, read for them;
 - ``neighbour``: the adjacent turns of the candidates that can still reach the top, read for them.

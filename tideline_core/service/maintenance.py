@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from tideline_core.errors import InvalidInput
-from tideline_core.store import keywords, pg_vectors, transfer
+from tideline_core.store import agent_indexes, keywords, pg_vectors, transfer
 from tideline_core.store.database import Database
 from tideline_core.store.transfer import Progress, TableCheck
 
@@ -26,7 +26,7 @@ KEYWORD_BATCH = 2000  # rows indexed per committed transaction
 class UpgradeReport:
     dialect: str
     keyword_rows: int  # rows indexed for keyword search now
-    vector_graphs: int = 0  # agents' vector graphs built now (views grown to `pg_vectors.GRAPH_ROWS`)
+    agent_indexes: int = 0  # agents' own indexes built now (views grown to `agent_indexes.OWN_ROWS` rows)
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _finish(db: Database, progress: Callable[[int], None] | None) -> UpgradeRepo
             done = keywords.catch_up(conn, most=KEYWORD_BATCH)
         if not done:
             # Without blocking writes: an upgrade may run beside a serving system.
-            return UpgradeReport(db.dialect, indexed, len(pg_vectors.build_graphs(db.engine)))
+            return UpgradeReport(db.dialect, indexed, len(agent_indexes.build(db.engine)))
         indexed += done
         if progress is not None:
             progress(indexed)

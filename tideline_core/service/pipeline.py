@@ -110,13 +110,13 @@ class PipelineOps(ServiceParts):
             self.jobs.embed(agent, again=True)
         return ReconcileReport(agents, sum(count for _kind, _agent, count in waiting), interrupted)
 
-    def build_vector_graphs(self) -> list[str]:
-        """PostgreSQL: build the vector graph of every agent's view that has grown to `pg_vectors.GRAPH_ROWS`
-        vectors and has none (without blocking writes); the graphs' names (none elsewhere, or while another
-        process builds)."""
-        from tideline_core.store import pg_vectors
+    def build_agent_indexes(self) -> list[str]:
+        """PostgreSQL: build the indexes of its own (vector graph, keyword index) of every agent's view that has
+        grown to `agent_indexes.OWN_ROWS` rows and lacks them, without blocking writes; their names (none on SQLite,
+        or while another process builds)."""
+        from tideline_core.store import agent_indexes
 
-        return pg_vectors.build_graphs(self.db.engine)
+        return agent_indexes.build(self.db.engine)
 
     def mark_stale_embeddings(self) -> int:
         """Rows whose vectors come from another model (or lack a view) go back to pending; how many."""

@@ -1,5 +1,5 @@
-"""PostgreSQL's vector index: each embedding also as a pgvector `halfvec(384)` in `embeddings.vec`, and an HNSW
-graph of its own for each agent's view that has grown large; smaller ones are scanned exactly.
+"""PostgreSQL's vector index: each embedding also as a pgvector `halfvec(384)` in `embeddings.vec`, searched through
+the agent's own HNSW graph once its view is large, else by an exact scan of its rows (`agent_indexes`).
 
 Why `halfvec` and not `vector`: half the bytes per vector (768 instead of 1,536 at 384 dimensions)
 and so half the HNSW graph to keep in shared buffers, for a cosine that differs from float32's by
@@ -7,23 +7,12 @@ about 1e-3 at most (e5's vectors are L2-normalized; their components are far fro
 limits). The float32 blob in `vector` stays the vector of record (SQLite, `tideline db copy`, the
 dream's clustering); `vec` is the search copy.
 
-Why a graph per agent and not one per view shared by every agent: a walk filtered to one agent in a
-shared graph is a walk through the other agents' rows, and an agent among a thousand either loses
-its neighbours or walks a long way for them. Below `GRAPH_ROWS` vectors of a view, reading the
-agent's rows through the (agent, kind, view) b-tree and computing every cosine is both exact and
-cheaper than a walk; at `GRAPH_ROWS` the agent's view gets a partial HNSW index of its own (`WHERE
-agent_id = '…' AND kind = '…' AND view = '…'`), built by `build_graphs` (`tideline db upgrade` and a
-periodic task). A search names the agent, kind and view as literals (the planner matches a partial
-index only on constants), so it reads that agent's graph where there is one and its rows otherwise:
-only its own rows either way. docs/benchmarks.md "Many agents" has the figures this was chosen by.
-
 Only vectors of `DIM` dimensions (the default local model's) get a `vec`; others (an HTTP model
 of another size) leave it NULL and are searched by the in-memory index (`search.pg_source`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import weakref
 from collections.abc import Sequence
@@ -33,18 +22,14 @@ from sqlalchemy import Connection, Engine, text
 
 from tideline_core.errors import ConfigurationError
 from tideline_core.numeric import np
+from tideline_core.store import agent_indexes
 from tideline_core.store.schema import EXTRACT_SQL
 
 DIM = 384
 VIEWS = (("narrative", "base"), ("context", "base"), ("context", "ctx"))  # the (kind, view)s with vectors searched
-# The graphs one shared by every agent (before graphs were per agent): dropped by the upgrade.
-SHARED_GRAPHS = ("ix_embeddings_vec_narrative_base", "ix_embeddings_vec_context_base", "ix_embeddings_vec_context_ctx")
-GRAPH_PREFIX = "ix_vec_agent_"
-GRAPH_ROWS = 10_000  # an agent's view with at least this many vectors gets a graph of its own (below: exact)
-GRAPH_LOCK = 0x7469_6465_6772  # the advisory lock one graph builder holds at a time
-EF_SEARCH = 400  # HNSW candidates per walk (TIDELINE_PG_EF_SEARCH); docs/benchmarks.md "Scale": the recall each gives
-HNSW_M = 24  # the graph's degree and build-time candidates: docs/benchmarks.md "Many agents" has the recall each gives
-HNSW_EF_CONSTRUCTION = 128
+EF_SEARCH = (
+    400  # HNSW candidates per walk (TIDELINE_PG_EF_SEARCH); docs/benchmarks.md "Many agents": the recall it gives
+)
 MAX_SCAN_TUPLES = 40_000  # how far an iterative scan may walk when filters reject rows
 BASE = {"narrative": ("narratives", "occurred_at"), "context": ("context_turns", "created_at")}
 _enabled: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
@@ -99,127 +84,17 @@ def forget(engine: Engine) -> None:
 
 
 def ensure(conn: Connection, *, build_indexes: bool = True) -> bool:
-    """Create the extension, the column and (unless told not to) the HNSW indexes where missing; False without
+    """Create the extension, the column and (unless told not to) the agents' own indexes due; False without
     pgvector on the server (nothing changed). Idempotent; the migration and `tideline db upgrade` call it."""
     if not available(conn):
         return False
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     conn.execute(text(f"ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS vec halfvec({DIM})"))
     backfill(conn)
-    if build_indexes:
-        create_indexes(conn)
     forget(conn.engine)
+    if build_indexes:
+        agent_indexes.create_due(conn)
     return True
-
-
-def create_indexes(conn: Connection, m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION) -> list[str]:
-    """The graph of every agent's view with at least `GRAPH_ROWS` vectors that has none (in this transaction);
-    the names built. What the migration, the upgrade and a copy call; `build_graphs` is the concurrent form."""
-    built = []
-    for agent_id, kind, view in graphs_due(conn):
-        conn.execute(text(graph_statement(agent_id, kind, view, m=m, ef_construction=ef_construction)))
-        built.append(graph_name(agent_id, kind, view))
-    return built
-
-
-def drop_indexes(conn: Connection) -> None:
-    """Drop every HNSW graph (a bulk load builds them once at the end instead of row by row)."""
-    for name in [*SHARED_GRAPHS, *graphs(conn)]:
-        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
-
-
-def graph_name(agent_id: str, kind: str, view: str) -> str:
-    """The name of the graph of one agent's view (a digest: agent ids are any text, names at most 63 bytes)."""
-    digest = hashlib.sha256(f"{agent_id}\x00{kind}\x00{view}".encode()).hexdigest()[:24]
-    return f"{GRAPH_PREFIX}{digest}"
-
-
-def graph_statement(
-    agent_id: str,
-    kind: str,
-    view: str,
-    *,
-    concurrently: bool = False,
-    m: int = HNSW_M,
-    ef_construction: int = HNSW_EF_CONSTRUCTION,
-) -> str:
-    """CREATE INDEX for the graph of one agent's view: HNSW (cosine) over its rows alone."""
-    if (kind, view) not in VIEWS:
-        raise ValueError(f"no vector index for kind {kind!r} and view {view!r}")
-    return (
-        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {graph_name(agent_id, kind, view)} "
-        "ON embeddings USING hnsw (vec halfvec_cosine_ops) "
-        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) WHERE {_owner(agent_id, kind, view, '')}"
-    )
-
-
-def _owner(agent_id: str, kind: str, view: str, alias: str = "e.") -> str:
-    """The rows of one agent's view, as constants (what a partial index's predicate and a query must both say)."""
-    return f"{alias}agent_id = {_quoted(agent_id)} AND {alias}kind = '{kind}' AND {alias}view = '{view}'"
-
-
-def _quoted(value: str) -> str:
-    """A SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1: only quotes double)."""
-    if "\x00" in value:
-        raise ValueError("a NUL character cannot be stored in PostgreSQL text")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def graphs(conn: Connection) -> dict[str, bool]:
-    """The agents' graphs there are, by name: whether each is valid (a concurrent build that failed leaves an invalid
-    one behind)."""
-    found = conn.execute(
-        text(
-            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "JOIN pg_class t ON t.oid = i.indrelid WHERE t.relname = 'embeddings' "
-            "AND t.relnamespace = CAST(current_schema() AS regnamespace) AND c.relname LIKE :prefix"
-        ),
-        {"prefix": GRAPH_PREFIX + "%"},
-    )
-    return {str(r.relname): bool(r.indisvalid) for r in found}
-
-
-def graphs_due(conn: Connection, rows: int | None = None) -> list[tuple[str, str, str]]:
-    """(agent, kind, view) of every view with at least `rows` (`GRAPH_ROWS`) vectors and no valid graph, largest
-    first."""
-    have = {name for name, valid in graphs(conn).items() if valid}
-    found = conn.execute(
-        text(
-            "SELECT agent_id, kind, view, count(*) AS n FROM embeddings GROUP BY agent_id, kind, view "
-            "HAVING count(*) >= :rows ORDER BY n DESC, agent_id, kind, view"
-        ),
-        {"rows": GRAPH_ROWS if rows is None else rows},
-    )
-    return [
-        (r.agent_id, r.kind, r.view)
-        for r in found
-        if (r.kind, r.view) in VIEWS and graph_name(r.agent_id, r.kind, r.view) not in have
-    ]
-
-
-def build_graphs(engine: Engine, rows: int | None = None) -> list[str]:
-    """Build, without blocking writes (CREATE INDEX CONCURRENTLY), the graph of every view `graphs_due` names; one
-    builder at a time (another returns at once); an invalid graph a failed build left is dropped and built again.
-    The names built."""
-    if engine.dialect.name != "postgresql":
-        return []
-    built: list[str] = []
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        if not conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": GRAPH_LOCK}).scalar():
-            return built
-        try:
-            if not enabled(conn):
-                return built
-            invalid = [name for name, valid in graphs(conn).items() if not valid]
-            for name in invalid:
-                conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-            for agent_id, kind, view in graphs_due(conn, rows):
-                conn.execute(text(graph_statement(agent_id, kind, view, concurrently=True)))
-                built.append(graph_name(agent_id, kind, view))
-                log.info("built the vector graph of agent %r's %s/%s view", agent_id, kind, view)
-        finally:
-            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": GRAPH_LOCK})
-    return built
 
 
 def literal(vector: np.ndarray) -> str:
@@ -329,7 +204,8 @@ def nearest_views(
     for n, (kind, view) in enumerate(walks):
         table, stamp = BASE[kind]
         # The agent, kind and view as constants: the agent's own graph where it has one, else its rows alone.
-        clauses = [_owner(agent_id, kind, view), "e.model = :model", "e.vec IS NOT NULL"]
+        clauses = [agent_indexes.owned_by(agent_id, "e."), f"e.kind = '{kind}'", f"e.view = '{view}'"]
+        clauses += ["e.model = :model", "e.vec IS NOT NULL"]
         join = ""
         if since is not None or until is not None or (kind == "narrative" and not extracts):
             join = f" JOIN {table} b ON b.id = e.row_id"

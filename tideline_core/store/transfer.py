@@ -4,8 +4,8 @@ Each table is copied in batches ordered by its primary key, each batch in one tr
 target. A copy killed at any point leaves whole batches behind; the next run starts after the
 highest key the target holds, so nothing is copied twice and nothing is skipped (the source must
 not be written to meanwhile: stop the stack that uses it). Vectors go in with their pgvector copy
-(`pg_vectors`); on PostgreSQL the HNSW indexes are dropped for the copy and built once at the
-end, and serial counters are moved past the copied ids. `verify` then compares every table's row
+(`pg_vectors`); on PostgreSQL the agents' own indexes are dropped for the copy and built once at
+the end (`agent_indexes`), and serial counters are moved past the copied ids. `verify` then compares every table's row
 count and a checksum of its rows in key order, read back from both sides.
 
 The keyword columns of PostgreSQL are not copied (SQLite has none; its FTS5 tables are SQLite's):
@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, select, text, tuple_
 
 from tideline_core.numeric import np
-from tideline_core.store import pg_vectors
+from tideline_core.store import agent_indexes, pg_vectors
 from tideline_core.store.database import Database
 from tideline_core.store.schema import Base
 from tideline_core.text.dates import as_utc
@@ -58,7 +58,7 @@ def copy_all(
     with target.write() as conn:
         vectors = pg_vectors.enabled(conn)
         if vectors:
-            pg_vectors.drop_indexes(conn)
+            agent_indexes.drop_all(conn)
     copied: dict[str, int] = {}
     for table in tables():
         copied[table.name] = _copy_table(source, target, table, batch, progress, vectors)
@@ -67,7 +67,7 @@ def copy_all(
             _advance_sequences(conn)
             if vectors:
                 conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
-                pg_vectors.create_indexes(conn)
+                agent_indexes.create_due(conn)
     return copied
 
 

@@ -138,7 +138,7 @@ def release_lock(self: Task, agent_id: str, token: str) -> dict[str, Any]:
     return {"agent_id": agent_id, "released": released}
 
 
-@shared_task(bind=True, name=str(TaskName.BUILD_VECTOR_GRAPHS))
-def build_vector_graphs(self: Task) -> dict[str, Any]:
-    """Beat's periodic check (PostgreSQL): a vector graph of its own for every agent's view grown large enough."""
-    return {"built": resources_of(self.app).service.build_vector_graphs()}
+@shared_task(bind=True, name=str(TaskName.BUILD_AGENT_INDEXES))
+def build_agent_indexes(self: Task) -> dict[str, Any]:
+    """Beat's periodic check (PostgreSQL): indexes of its own for every agent's view grown large enough."""
+    return {"built": resources_of(self.app).service.build_agent_indexes()}

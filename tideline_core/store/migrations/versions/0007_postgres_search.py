@@ -17,7 +17,7 @@ import logging
 from alembic import op
 from sqlalchemy.exc import DBAPIError
 
-from tideline_core.store import pg_vectors
+from tideline_core.store import agent_indexes, pg_vectors
 
 revision = "0007"
 down_revision = "0006"
@@ -57,7 +57,7 @@ def downgrade() -> None:
     conn = op.get_bind()
     if conn.dialect.name != "postgresql":
         return
-    pg_vectors.drop_indexes(conn)
+    agent_indexes.drop_all(conn)
     op.execute("ALTER TABLE embeddings DROP COLUMN IF EXISTS vec")
     op.execute("DROP TABLE fts_terms")
     op.execute("DROP INDEX ix_context_turns_fts_order")
