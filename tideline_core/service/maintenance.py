@@ -99,7 +99,7 @@ def copy(
         target = Database.open(target_url)
         try:
             if target.dialect == "postgresql":  # refused before a row is copied, not after all of them
-                _set_up_vectors(target)  # the copy builds the vector graphs once the rows are in
+                _set_up_vectors(target)  # the agents' own indexes are built once the rows are in
             copied = transfer.copy_all(source.engine, target, batch=batch, progress=progress)
             keyword_rows = _finish(target, indexed).keyword_rows
             checks = transfer.verify(source.engine, target.engine)
