@@ -255,3 +255,24 @@ def test_a_stage_whose_worker_vanished_is_marked_failed_by_the_reconciler_not_le
     stale, live = runs(database)["recluster"], runs(database)["refresh"]
     assert stale.status == "failed" and "interrupted" in stale.error and stale.finished_at is not None
     assert live.status == "running"
+
+
+def test_the_periodic_task_gives_a_grown_agent_its_own_indexes_on_postgresql_and_nothing_else(
+    database: Database, celery_app: Any, celery_worker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tideline_core.domain.inputs import NarrativeIn
+    from tideline_core.store import agent_indexes
+    from tideline_core.store.narratives import insert_narrative
+
+    with database.write() as conn:
+        for i in range(30):
+            insert_narrative(conn, "alice", NarrativeIn(gesture=f"walk {i} by the river"))
+        insert_narrative(conn, "bob", NarrativeIn(gesture="one walk"))
+    monkeypatch.setattr(agent_indexes, "OWN_ROWS", 20)  # the worker runs in this process
+    built = run(celery_app, TaskName.BUILD_AGENT_INDEXES)["built"]
+    if database.dialect != "postgresql":  # SQLite's indexes are in memory: nothing to build
+        assert built == []
+        return
+    memories = [own for own in agent_indexes.OWN if (own.kind, own.view) == ("narrative", "kw")]
+    assert sorted(built) == sorted(agent_indexes.name("alice", own) for own in memories)
+    assert run(celery_app, TaskName.BUILD_AGENT_INDEXES)["built"] == []  # built once; bob's one memory needs none
