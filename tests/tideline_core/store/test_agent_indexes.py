@@ -191,3 +191,16 @@ def test_the_upgrade_drops_the_indexes_every_agent_shared_and_builds_the_large_a
     assert not names & set(agent_indexes.SHARED)
     assert {agent_indexes.name("alice", NARRATIVES_GIN), agent_indexes.name("alice", NARRATIVES_GRAPH)} <= names
     assert not {agent_indexes.name("bob", NARRATIVES_GIN), agent_indexes.name("bob", NARRATIVES_GRAPH)} & names
+
+
+def test_going_back_to_the_indexes_every_agent_shared_keeps_every_search_answering_the_same(pg: Database) -> None:
+    ids, matrix = put(pg, "alice", 210, seed=1)
+    agent_indexes.build(pg.engine, rows=200)
+    q = a_query(7)
+    dense, words = nearest(pg, "alice", q), keyword(pg, "alice", "zebra")
+    with pg.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:  # migration 0012's downgrade
+        agent_indexes.restore_shared(conn, vectors=True)
+    names = index_names(pg)
+    assert set(agent_indexes.SHARED) <= names and not [n for n in names if n.startswith(agent_indexes.PREFIX)]
+    assert nearest(pg, "alice", q) == dense == exactly(ids, matrix, q)
+    assert keyword(pg, "alice", "zebra") == words
