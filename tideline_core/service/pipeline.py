@@ -113,10 +113,11 @@ class PipelineOps(ServiceParts):
     def build_agent_indexes(self) -> list[str]:
         """PostgreSQL: build the indexes of its own (vector graph, keyword index) of every agent's view that has
         grown to `agent_indexes.OWN_ROWS` rows and lacks them, without blocking writes; their names (none on SQLite,
-        or while another process builds)."""
+        or while another process builds). A view past `agent_indexes.TASK_MOST_ROWS` (imported whole) is left to
+        `tideline db upgrade`, which has no time limit."""
         from tideline_core.store import agent_indexes
 
-        return agent_indexes.build(self.db.engine)
+        return agent_indexes.build(self.db.engine, most=agent_indexes.TASK_MOST_ROWS)
 
     def mark_stale_embeddings(self) -> int:
         """Rows whose vectors come from another model (or lack a view) go back to pending; how many."""

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, text
 log = logging.getLogger(__name__)
 
 OWN_ROWS = 10_000  # rows of a view from which an agent's view has indexes of its own
+TASK_MOST_ROWS = 300_000  # the largest view a periodic task builds for: its graph takes minutes, well inside a limit
 HNSW_M = 24  # the graph's degree and build-time candidates: docs/benchmarks.md "Many agents" has the recall each gives
 HNSW_EF_CONSTRUCTION = 128
 PREFIX = "ix_agent_"
@@ -119,21 +120,22 @@ def existing(conn: Connection) -> dict[str, bool]:
     return {str(r.relname): bool(r.indisvalid) for r in found}
 
 
-def due(conn: Connection, rows: int | None = None) -> list[tuple[str, Own]]:
-    """(agent, index) of every view with at least `rows` (`OWN_ROWS`) rows whose index is not there (or invalid),
-    the largest views first. The views' sizes are the keyword index's counts (`fts_terms`), kept at write time."""
+def due(conn: Connection, rows: int | None = None) -> list[tuple[str, Own, int]]:
+    """(agent, index, the view's rows) of every view with at least `rows` (`OWN_ROWS`) rows whose index is not there
+    (or invalid), the largest views first. The views' sizes are the keyword index's counts (`fts_terms`), kept at
+    write time."""
     have = {index for index, valid in existing(conn).items() if valid}
     found = conn.execute(
         text(
-            "SELECT agent_id, kind, view FROM fts_terms WHERE term = '' AND rows >= :rows "
+            "SELECT agent_id, kind, view, rows FROM fts_terms WHERE term = '' AND rows >= :rows "
             "ORDER BY rows DESC, agent_id, kind, view"
         ),
         {"rows": OWN_ROWS if rows is None else rows},
     )
-    views = [(r.agent_id, r.kind, r.view) for r in found]
+    views = [(r.agent_id, r.kind, r.view, int(r.rows)) for r in found]
     return [
-        (agent_id, index)
-        for agent_id, kind, view in views
+        (agent_id, index, size)
+        for agent_id, kind, view, size in views
         for index in OWN
         if (index.kind, index.view) == (kind, view) and name(agent_id, index) not in have
     ]
@@ -157,7 +159,7 @@ def create_due(
 ) -> list[str]:
     """Every index `due` names, in this transaction (writes to the tables wait for it); the names made."""
     made = []
-    for agent_id, index in due(conn, rows):
+    for agent_id, index, _size in due(conn, rows):
         if _usable(conn, index):
             conn.execute(text(statement(agent_id, index, graph=graph)))
             made.append(name(agent_id, index))
@@ -188,10 +190,14 @@ def restore_shared(conn: Connection, *, vectors: bool) -> None:
             )
 
 
-def build(engine: Engine, rows: int | None = None) -> list[str]:
+def build(engine: Engine, rows: int | None = None, *, most: int | None = None) -> list[str]:
     """Make every index `due` names without blocking writes (CREATE INDEX CONCURRENTLY); one builder at a time
     (another returns at once, having made nothing); an invalid index a failed build left is made again. The names
-    made (none on SQLite)."""
+    made (none on SQLite).
+
+    `most`: leave the indexes of views past this many rows, with a warning saying to run `tideline db upgrade`
+    (a task has a time limit, and a graph of a view imported whole at a million rows takes longer than that;
+    a view that grows row by row gets its indexes at `OWN_ROWS`, in seconds)."""
     if engine.dialect.name != "postgresql":
         return []
     made: list[str] = []
@@ -202,7 +208,18 @@ def build(engine: Engine, rows: int | None = None) -> list[str]:
             for left, valid in existing(conn).items():
                 if not valid:
                     conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {left}"))
-            for agent_id, index in due(conn, rows):
+            for agent_id, index, size in due(conn, rows):
+                if most is not None and size > most:
+                    log.warning(
+                        "agent %r's %s/%s view has %d rows and no %s index of its own: too large to build here; "
+                        "run `tideline db upgrade` to build it",
+                        agent_id,
+                        index.kind,
+                        index.view,
+                        size,
+                        index.method,
+                    )
+                    continue
                 if _usable(conn, index):
                     conn.execute(text(statement(agent_id, index, concurrently=True)))
                     made.append(name(agent_id, index))

@@ -204,3 +204,12 @@ def test_going_back_to_the_indexes_every_agent_shared_keeps_every_search_answeri
     assert set(agent_indexes.SHARED) <= names and not [n for n in names if n.startswith(agent_indexes.PREFIX)]
     assert nearest(pg, "alice", q) == dense == exactly(ids, matrix, q)
     assert keyword(pg, "alice", "zebra") == words
+
+
+def test_a_view_too_large_for_a_task_is_left_to_the_upgrade_with_a_warning_that_says_so(
+    pg: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    put(pg, "alice", 210, seed=1)
+    assert agent_indexes.build(pg.engine, rows=200, most=205) == []  # the periodic task's bound: 210 rows is past it
+    assert "'alice'" in caplog.text and "run `tideline db upgrade`" in caplog.text
+    assert len(agent_indexes.build(pg.engine, rows=200)) == 2  # the upgrade's: no bound
