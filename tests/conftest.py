@@ -51,6 +51,7 @@ With TIDELINE_TEST_BACKEND=postgres only the tests whose fixtures reach `test_da
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import shutil
 import signal
@@ -100,6 +101,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     follows = ["test_database_url" in getattr(item, "fixturenames", ()) for item in items]
     config.hook.pytest_deselected(items=[item for item, keep in zip(items, follows, strict=True) if not keep])
     items[:] = [item for item, keep in zip(items, follows, strict=True) if keep]
+
+
+@pytest.fixture(autouse=True)
+def root_logging_as_it_was() -> Iterator[None]:
+    """A hook run in-process points the root logger at a file at ERROR; the next test's logs must not vanish."""
+    root = logging.getLogger()
+    level, handlers, filters = root.level, list(root.handlers), list(root.filters)
+    yield
+    root.setLevel(level)
+    root.handlers[:] = [h for h in root.handlers if h in handlers or type(h).__module__.startswith("_pytest")]
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.filters[:] = filters
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -3,6 +3,7 @@ vector graph and a keyword index of its own, built without blocking writes, one 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -209,6 +210,7 @@ def test_going_back_to_the_indexes_every_agent_shared_keeps_every_search_answeri
 def test_a_view_too_large_for_a_task_is_left_to_the_upgrade_with_a_warning_that_says_so(
     pg: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger=agent_indexes.__name__)
     put(pg, "alice", 210, seed=1)
     assert agent_indexes.build(pg.engine, rows=200, most=205) == []  # the periodic task's bound: 210 rows is past it
     assert "'alice'" in caplog.text and "run `tideline db upgrade`" in caplog.text
