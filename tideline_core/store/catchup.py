@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import ColumnElement, Connection, FromClause, or_, select, text
-from sqlalchemy.orm import InstrumentedAttribute
 
 from tideline_core.store.lookup import chunks
 
@@ -81,7 +80,7 @@ class IdCursor:
         self.holes = holes
 
 
-def ids_after(column: InstrumentedAttribute[int], cursor: IdCursor) -> ColumnElement[bool]:
+def ids_after(column: ColumnElement[int], cursor: IdCursor) -> ColumnElement[bool]:
     """Ids above the cursor, or among the older ones it still awaits."""
     awaited = cursor.pending()
     return or_(column > cursor.last_id, column.in_(awaited)) if awaited else column > cursor.last_id

@@ -1,14 +1,12 @@
 """SQLAlchemy tables for every kind of memory Tideline keeps; dialect-neutral (SQLite or PostgreSQL)."""
 
-# Without `from __future__ import annotations`: the mapping reads every column's `Mapped[...]`, and
-# an annotation kept as a string it must evaluate first, for every table, in every process.
-
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     Boolean,
+    Column,
     DateTime,
     Float,
     ForeignKey,
@@ -17,6 +15,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -24,11 +23,16 @@ from sqlalchemy import (
     or_,
 )
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.schema import SchemaItem
+from sqlalchemy.sql.elements import ColumnClause
 
 from tideline_core.text.dates import as_utc, utcnow
 
 AGENT_LEN = 128
+
+# How a table's column reads when named through its class, `Narrative.gesture` (a `Column` itself would read
+# as the typing-only descriptor SQLAlchemy gives it, which the type checker refuses outside a mapping).
+Col = ColumnClause
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -60,55 +64,82 @@ naming = {
 class Owned:
     """Every row one agent owns: an integer key, and the agent (a token for agent A never reaches B's rows)."""
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
 
 
 class Entry(Owned):
     """A profile or self-concept entry: replaced whole by an upsert, its earlier texts kept as history."""
 
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    content: Col[str] = Column(Text, nullable=False)
+    version: Col[int] = Column(Integer, nullable=False, default=1)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
 
 class EntryVersion(Owned):
     """One earlier text of an entry."""
 
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    version: Col[int] = Column(Integer, nullable=False)
+    content: Col[str] = Column(Text, nullable=False)
+    changed_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=naming)
+class Base:
+    """A table declared as a class with SQLAlchemy Core: its `Column` attributes, a mixin's copied into each table,
+    become `__table__`'s columns (the class's own first), read back as `Class.attribute`; in a statement the class
+    stands for its table. No ORM: no row is mapped to an object anywhere, and no process loads one."""
+
+    metadata: ClassVar[MetaData] = MetaData(naming_convention=naming)
+    __tablename__: ClassVar[str]
+    __table__: ClassVar[Table]
+    __table_args__: ClassVar[tuple[SchemaItem, ...]] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        declared: dict[str, Column[Any]] = {}
+        for klass in cls.__mro__:
+            for key, value in vars(klass).items():
+                if isinstance(value, Column) and key not in declared:
+                    declared[key] = value
+        columns = {}
+        for key, column in declared.items():
+            copy = column._copy()
+            copy.name = copy.key = copy.name or key  # a column named apart from its attribute keeps its name in SQL
+            columns[key] = copy
+        cls.__table__ = Table(cls.__tablename__, cls.metadata, *columns.values(), *cls.__table_args__)
+        for key, column in columns.items():
+            setattr(cls, key, cls.__table__.c[column.key])
+
+    @classmethod
+    def __clause_element__(cls) -> Table:
+        return cls.__table__
 
 
 class Narrative(Owned, Base):
     """A structured memory: what happened (gesture), around it, and four 1–5 scores."""
 
     __tablename__ = "narratives"
-    narrative_type: Mapped[str] = mapped_column(String(32), nullable=False, default="event")
-    gesture: Mapped[str] = mapped_column(Text, nullable=False)
-    context: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    moment: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    cognition_direction: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    importance: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    emotional: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    recurrence: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    unresolved: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    weight: Mapped[float] = mapped_column(Float, nullable=False, default=0.6)
-    entities_role: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    related_entities: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
-    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    embedding_state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+    narrative_type: Col[str] = Column(String(32), nullable=False, default="event")
+    gesture: Col[str] = Column(Text, nullable=False)
+    context: Col[str] = Column(Text, nullable=False, default="")
+    moment: Col[str] = Column(Text, nullable=False, default="")
+    cognition_direction: Col[str] = Column(Text, nullable=False, default="")
+    importance: Col[int] = Column(Integer, nullable=False, default=3)
+    emotional: Col[int] = Column(Integer, nullable=False, default=3)
+    recurrence: Col[int] = Column(Integer, nullable=False, default=3)
+    unresolved: Col[int] = Column(Integer, nullable=False, default=3)
+    weight: Col[float] = Column(Float, nullable=False, default=0.6)
+    entities_role: Col[str] = Column(Text, nullable=False, default="")
+    related_entities: Col[list[str]] = Column(JSON, nullable=False, default=list)
+    occurred_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    embedding_state: Col[str] = Column(String(16), nullable=False, default="pending")
     # Who wrote it: the agent ("agent"), a dream stage asking the LLM ("llm"), or the extractive solidifier.
-    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="agent", server_default="agent")
+    origin: Col[str] = Column(String(16), nullable=False, default="agent", server_default="agent")
     # A dream merge keeps the newer narrative; the older one points at it and stays readable by id.
-    superseded_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    superseded_by: Col[int | None] = Column(Integer, nullable=True)
 
     __table_args__ = (
         Index("ix_narratives_agent_created", "agent_id", "created_at"),
@@ -141,9 +172,9 @@ class NarrativeTag(Base):
     """One tag of one narrative; a tag lookup is an index hit, and tags stay as real text."""
 
     __tablename__ = "narrative_tags"
-    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
-    tag: Mapped[str] = mapped_column(String(128), primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    narrative_id: Col[int] = Column(Integer, ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
+    tag: Col[str] = Column(String(128), primary_key=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
 
     __table_args__ = (Index("ix_narrative_tags_agent_tag", "agent_id", "tag"),)
 
@@ -152,11 +183,11 @@ class NarrativeSource(Base):
     """A link from a narrative back to a raw context turn it came from (explicit or inferred)."""
 
     __tablename__ = "narrative_sources"
-    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
-    context_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    inferred: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    narrative_id: Col[int] = Column(Integer, ForeignKey("narratives.id", ondelete="CASCADE"), primary_key=True)
+    context_id: Col[int] = Column(Integer, primary_key=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    inferred: Col[bool] = Column(Boolean, nullable=False, default=False)
+    score: Col[float | None] = Column(Float, nullable=True)
 
     __table_args__ = (Index("ix_narrative_sources_context", "agent_id", "context_id"),)
 
@@ -165,11 +196,11 @@ class Amendment(Base):
     """An append-only note on a narrative; the narrative itself is never rewritten by it."""
 
     __tablename__ = "amendments"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    narrative_id: Mapped[int] = mapped_column(ForeignKey("narratives.id", ondelete="CASCADE"), nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    note: Mapped[str] = mapped_column(Text, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    narrative_id: Col[int] = Column(Integer, ForeignKey("narratives.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    note: Col[str] = Column(Text, nullable=False)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_amendments_narrative", "narrative_id"),)
 
@@ -178,14 +209,14 @@ class ContextTurn(Owned, Base):
     """One raw conversation turn, full text."""
 
     __tablename__ = "context_turns"
-    session_id: Mapped[str] = mapped_column(String(256), nullable=False, default="")
-    role: Mapped[str] = mapped_column(String(16), nullable=False)
-    speaker: Mapped[str] = mapped_column(String(128), nullable=False, default="")
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, nullable=False, default=dict)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    embedding_state: Mapped[str] = mapped_column(String(16), nullable=False, default="pending")
+    session_id: Col[str] = Column(String(256), nullable=False, default="")
+    role: Col[str] = Column(String(16), nullable=False)
+    speaker: Col[str] = Column(String(128), nullable=False, default="")
+    content: Col[str] = Column(Text, nullable=False)
+    meta: Col[dict[str, Any]] = Column("metadata", JSON, nullable=False, default=dict)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    recorded_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    embedding_state: Col[str] = Column(String(16), nullable=False, default="pending")
 
     __table_args__ = (
         Index("ix_context_agent_created", "agent_id", "created_at"),
@@ -203,15 +234,15 @@ class Embedding(Base):
     """
 
     __tablename__ = "embeddings"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    kind: Mapped[str] = mapped_column(String(16), nullable=False)
-    row_id: Mapped[int] = mapped_column(Integer, nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    model: Mapped[str] = mapped_column(String(128), nullable=False)
-    dim: Mapped[int] = mapped_column(Integer, nullable=False)
-    vector: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    view: Mapped[str] = mapped_column(String(16), nullable=False, default="base", server_default="base")
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    kind: Col[str] = Column(String(16), nullable=False)
+    row_id: Col[int] = Column(Integer, nullable=False)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    model: Col[str] = Column(String(128), nullable=False)
+    dim: Col[int] = Column(Integer, nullable=False)
+    vector: Col[bytes] = Column(LargeBinary, nullable=False)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    view: Col[str] = Column(String(16), nullable=False, default="base", server_default="base")
 
     __table_args__ = (
         UniqueConstraint("kind", "row_id", "view", name="uq_embeddings_kind_row_view"),
@@ -223,32 +254,32 @@ class EmbeddingClaim(Base):
     """A pending row some embed task is working on: other tasks leave it alone until the lease runs out."""
 
     __tablename__ = "embedding_claims"
-    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
-    row_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    token: Mapped[str] = mapped_column(String(64), nullable=False)
-    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    kind: Col[str] = Column(String(16), primary_key=True)
+    row_id: Col[int] = Column(Integer, primary_key=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    token: Col[str] = Column(String(64), nullable=False)
+    claimed_at: Col[datetime] = Column(UTCDateTime, nullable=False)
 
 
 class WriteReceipt(Base):
     """A write made with an idempotency key: what it was (operation, argument fingerprint) and what it returned."""
 
     __tablename__ = "write_receipts"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    key: Mapped[str] = mapped_column(String(128), primary_key=True)
-    operation: Mapped[str] = mapped_column(String(32), nullable=False)
-    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
-    result: Mapped[Any] = mapped_column(JSON, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    key: Col[str] = Column(String(128), primary_key=True)
+    operation: Col[str] = Column(String(32), nullable=False)
+    fingerprint: Col[str] = Column(String(64), nullable=False)
+    result: Col[Any] = Column(JSON, nullable=False)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
 
 class Profile(Entry, Base):
     """What the agent holds about one entity, per kind (fact/impression/relationship/self/contact)."""
 
     __tablename__ = "profiles"
-    entity: Mapped[str] = mapped_column(String(128), nullable=False)
-    kind: Mapped[str] = mapped_column(String(32), nullable=False)
-    pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    entity: Col[str] = Column(String(128), nullable=False)
+    kind: Col[str] = Column(String(32), nullable=False)
+    pinned: Col[bool] = Column(Boolean, nullable=False, default=False)
 
     __table_args__ = (UniqueConstraint("agent_id", "entity", "kind", name="uq_profiles_agent_entity_kind"),)
 
@@ -257,7 +288,7 @@ class ProfileHistory(EntryVersion, Base):
     """Every earlier version of a profile entry, kept when an upsert replaces it."""
 
     __tablename__ = "profile_history"
-    profile_id: Mapped[int] = mapped_column(ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False)
+    profile_id: Col[int] = Column(Integer, ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False)
 
     __table_args__ = (Index("ix_profile_history_profile", "profile_id", "version"),)
 
@@ -266,8 +297,8 @@ class SelfConcept(Entry, Base):
     """The agent's model of itself: fact, terrain (tendencies) or reflection, under a key."""
 
     __tablename__ = "self_concept"
-    kind: Mapped[str] = mapped_column(String(32), nullable=False)
-    key: Mapped[str] = mapped_column(String(128), nullable=False)
+    kind: Col[str] = Column(String(32), nullable=False)
+    key: Col[str] = Column(String(128), nullable=False)
 
     __table_args__ = (UniqueConstraint("agent_id", "kind", "key", name="uq_self_concept_agent_kind_key"),)
 
@@ -276,20 +307,20 @@ class SelfConceptHistory(EntryVersion, Base):
     """Every earlier version of a self-concept entry."""
 
     __tablename__ = "self_concept_history"
-    self_concept_id: Mapped[int] = mapped_column(ForeignKey("self_concept.id", ondelete="CASCADE"), nullable=False)
+    self_concept_id: Col[int] = Column(Integer, ForeignKey("self_concept.id", ondelete="CASCADE"), nullable=False)
 
 
 class Thread(Owned, Base):
     """An open question or direction to explore, from the agent or from DREAM."""
 
     __tablename__ = "threads"
-    title: Mapped[str] = mapped_column(Text, nullable=False)
-    content: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    status: Mapped[str] = mapped_column(String(16), nullable=False, default="open")
-    priority: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    source: Mapped[str] = mapped_column(String(16), nullable=False, default="agent")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    title: Col[str] = Column(Text, nullable=False)
+    content: Col[str] = Column(Text, nullable=False, default="")
+    status: Col[str] = Column(String(16), nullable=False, default="open")
+    priority: Col[int] = Column(Integer, nullable=False, default=3)
+    source: Col[str] = Column(String(16), nullable=False, default="agent")
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_threads_agent_status", "agent_id", "status", "priority"),)
 
@@ -298,9 +329,9 @@ class Snapshot(Owned, Base):
     """A point-in-time statement of the agent's state; the latest one feeds T0."""
 
     __tablename__ = "snapshots"
-    content: Mapped[str] = mapped_column(Text, nullable=False)
-    mood: Mapped[str] = mapped_column(String(128), nullable=False, default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    content: Col[str] = Column(Text, nullable=False)
+    mood: Col[str] = Column(String(128), nullable=False, default="")
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_snapshots_agent_created", "agent_id", "created_at"),)
 
@@ -310,10 +341,10 @@ class AttentionHit(Owned, Base):
     from where, when."""
 
     __tablename__ = "attention_log"
-    narrative_id: Mapped[int] = mapped_column(Integer, nullable=False)
-    similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
-    source: Mapped[str] = mapped_column(String(16), nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    narrative_id: Col[int] = Column(Integer, nullable=False)
+    similarity: Col[float | None] = Column(Float, nullable=True)
+    source: Col[str] = Column(String(16), nullable=False)
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_attention_agent_created", "agent_id", "created_at"),)
 
@@ -322,12 +353,12 @@ class Injection(Base):
     """A row a session was shown in an injected block, so the session's per-turn recall does not repeat it."""
 
     __tablename__ = "injections"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(256), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
-    row_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tier: Mapped[str] = mapped_column(String(8), nullable=False)
-    injected_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    session_id: Col[str] = Column(String(256), primary_key=True)
+    kind: Col[str] = Column(String(16), primary_key=True)
+    row_id: Col[int] = Column(Integer, primary_key=True)
+    tier: Col[str] = Column(String(8), nullable=False)
+    injected_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_injections_injected_at", "injected_at"),)
 
@@ -336,19 +367,19 @@ class TopicCluster(Owned, Base):
     """A keyword that survived the document-frequency filter, and the narratives under it."""
 
     __tablename__ = "topic_clusters"
-    keyword: Mapped[str] = mapped_column(String(128), nullable=False)
-    label: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    size: Mapped[int] = mapped_column(Integer, nullable=False)
-    built_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    keyword: Col[str] = Column(String(128), nullable=False)
+    label: Col[str] = Column(Text, nullable=False, default="")
+    size: Col[int] = Column(Integer, nullable=False)
+    built_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (UniqueConstraint("agent_id", "keyword", name="uq_topic_clusters_agent_keyword"),)
 
 
 class TopicClusterMember(Base):
     __tablename__ = "topic_cluster_members"
-    cluster_id: Mapped[int] = mapped_column(ForeignKey("topic_clusters.id", ondelete="CASCADE"), primary_key=True)
-    narrative_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
+    cluster_id: Col[int] = Column(Integer, ForeignKey("topic_clusters.id", ondelete="CASCADE"), primary_key=True)
+    narrative_id: Col[int] = Column(Integer, primary_key=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
 
     __table_args__ = (Index("ix_topic_members_narrative", "agent_id", "narrative_id"),)
 
@@ -357,23 +388,23 @@ class EmbeddingCluster(Owned, Base):
     """A k-means centroid in embedding space (soft clusters)."""
 
     __tablename__ = "emb_clusters"
-    label: Mapped[int] = mapped_column(Integer, nullable=False)
-    name: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    size: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    model: Mapped[str] = mapped_column(String(128), nullable=False, default="")
-    centroid: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    built_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    label: Col[int] = Column(Integer, nullable=False)
+    name: Col[str] = Column(Text, nullable=False, default="")
+    size: Col[int] = Column(Integer, nullable=False, default=0)
+    model: Col[str] = Column(String(128), nullable=False, default="")
+    centroid: Col[bytes] = Column(LargeBinary, nullable=False)
+    built_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (UniqueConstraint("agent_id", "label", name="uq_emb_clusters_agent_label"),)
 
 
 class EmbeddingClusterMember(Base):
     __tablename__ = "emb_cluster_members"
-    cluster_id: Mapped[int] = mapped_column(ForeignKey("emb_clusters.id", ondelete="CASCADE"), primary_key=True)
-    narrative_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    rank: Mapped[int] = mapped_column(Integer, nullable=False)
-    distance: Mapped[float] = mapped_column(Float, nullable=False)
+    cluster_id: Col[int] = Column(Integer, ForeignKey("emb_clusters.id", ondelete="CASCADE"), primary_key=True)
+    narrative_id: Col[int] = Column(Integer, primary_key=True)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    rank: Col[int] = Column(Integer, nullable=False)
+    distance: Col[float] = Column(Float, nullable=False)
 
     __table_args__ = (Index("ix_emb_members_narrative", "agent_id", "narrative_id"),)
 
@@ -382,62 +413,62 @@ class EmbeddingClusterAdjacency(Base):
     """How many narratives two soft clusters share (stored once per ordered pair a < b)."""
 
     __tablename__ = "emb_cluster_adjacency"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    cluster_a: Mapped[int] = mapped_column(Integer, primary_key=True)
-    cluster_b: Mapped[int] = mapped_column(Integer, primary_key=True)
-    shared: Mapped[int] = mapped_column(Integer, nullable=False)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    cluster_a: Col[int] = Column(Integer, primary_key=True)
+    cluster_b: Col[int] = Column(Integer, primary_key=True)
+    shared: Col[int] = Column(Integer, nullable=False)
 
 
 class EntityNode(Base):
     __tablename__ = "entity_nodes"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    name: Mapped[str] = mapped_column(String(128), primary_key=True)
-    mentions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    known: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    roles: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False, default=dict)
-    first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    name: Col[str] = Column(String(128), primary_key=True)
+    mentions: Col[int] = Column(Integer, nullable=False, default=0)
+    known: Col[bool] = Column(Boolean, nullable=False, default=False)
+    roles: Col[dict[str, int]] = Column(JSON, nullable=False, default=dict)
+    first_seen: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    last_seen: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
 
 class EntityEdge(Base):
     __tablename__ = "entity_edges"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    source: Mapped[str] = mapped_column(String(128), primary_key=True)
-    target: Mapped[str] = mapped_column(String(128), primary_key=True)
-    source_role: Mapped[str] = mapped_column(String(128), primary_key=True)
-    target_role: Mapped[str] = mapped_column(String(128), primary_key=True)
-    count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    source: Col[str] = Column(String(128), primary_key=True)
+    target: Col[str] = Column(String(128), primary_key=True)
+    source_role: Col[str] = Column(String(128), primary_key=True)
+    target_role: Col[str] = Column(String(128), primary_key=True)
+    count: Col[int] = Column(Integer, nullable=False, default=0)
 
 
 class ScanWatermark(Base):
     """The last context turn id the solidify scan has covered, per agent."""
 
     __tablename__ = "scan_watermarks"
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), primary_key=True)
-    last_context_id: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    agent_id: Col[str] = Column(String(AGENT_LEN), primary_key=True)
+    last_context_id: Col[int] = Column(Integer, nullable=False, default=0)
+    updated_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
 
 class DreamRun(Owned, Base):
     """One stage of one agent's dream for one day: inputs, outputs, tokens, status."""
 
     __tablename__ = "dream_runs"
-    day: Mapped[str] = mapped_column(String(10), nullable=False)
-    stage: Mapped[str] = mapped_column(String(32), nullable=False)
-    status: Mapped[str] = mapped_column(String(16), nullable=False, default="running")
-    inputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
-    outputs: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
-    tokens_in: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    tokens_out: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    error: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    started_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    day: Col[str] = Column(String(10), nullable=False)
+    stage: Col[str] = Column(String(32), nullable=False)
+    status: Col[str] = Column(String(16), nullable=False, default="running")
+    inputs: Col[dict[str, Any]] = Column(JSON, nullable=False, default=dict)
+    outputs: Col[dict[str, Any]] = Column(JSON, nullable=False, default=dict)
+    tokens_in: Col[int] = Column(Integer, nullable=False, default=0)
+    tokens_out: Col[int] = Column(Integer, nullable=False, default=0)
+    error: Col[str] = Column(Text, nullable=False, default="")
+    started_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
+    finished_at: Col[datetime | None] = Column(UTCDateTime, nullable=True)
     # "nightly" for the chain's run of the day (done once per agent, day and stage); a manual run is
     # keyed by its task id, so a redelivered task finds its own row and each manual run stays undoable.
-    run_key: Mapped[str] = mapped_column(String(64), nullable=False, default="nightly", server_default="nightly")
-    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    run_key: Col[str] = Column(String(64), nullable=False, default="nightly", server_default="nightly")
+    undone_at: Col[datetime | None] = Column(UTCDateTime, nullable=True)
     # A proposed run's plan (`dream.plan_json`), kept until it is approved (applied) or rejected.
-    proposal: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    proposal: Col[list[dict[str, Any]] | None] = Column(JSON, nullable=True)
 
     __table_args__ = (
         UniqueConstraint("agent_id", "day", "stage", "run_key", name="uq_dream_runs_agent_day_stage_key"),
@@ -448,16 +479,16 @@ class DreamChange(Base):
     """One row change a dream run applied: the table, the row, its state before and after (the run's diff)."""
 
     __tablename__ = "dream_changes"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("dream_runs.id", ondelete="CASCADE"), nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False)
-    seq: Mapped[int] = mapped_column(Integer, nullable=False)
-    action: Mapped[str] = mapped_column(String(16), nullable=False)  # insert | update
-    target: Mapped[str] = mapped_column(String(32), nullable=False)  # the table changed
-    row_key: Mapped[str] = mapped_column(String(256), nullable=False)  # its primary key, as text
-    before: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    after: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
-    summary: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    run_id: Col[int] = Column(Integer, ForeignKey("dream_runs.id", ondelete="CASCADE"), nullable=False)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False)
+    seq: Col[int] = Column(Integer, nullable=False)
+    action: Col[str] = Column(String(16), nullable=False)  # insert | update
+    target: Col[str] = Column(String(32), nullable=False)  # the table changed
+    row_key: Col[str] = Column(String(256), nullable=False)  # its primary key, as text
+    before: Col[dict[str, Any] | None] = Column(JSON, nullable=True)
+    after: Col[dict[str, Any]] = Column(JSON, nullable=False)
+    summary: Col[str] = Column(Text, nullable=False, default="")
 
     __table_args__ = (
         UniqueConstraint("run_id", "seq", name="uq_dream_changes_run_seq"),
@@ -469,12 +500,12 @@ class TaskEvent(Base):
     """A task failure (or retry) recorded by the workers, shown by `memory_status`."""
 
     __tablename__ = "task_events"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    task_name: Mapped[str] = mapped_column(String(128), nullable=False)
-    task_id: Mapped[str] = mapped_column(String(64), nullable=False)
-    agent_id: Mapped[str] = mapped_column(String(AGENT_LEN), nullable=False, default="")
-    state: Mapped[str] = mapped_column(String(16), nullable=False)
-    detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    id: Col[int] = Column(Integer, primary_key=True, autoincrement=True)
+    task_name: Col[str] = Column(String(128), nullable=False)
+    task_id: Col[str] = Column(String(64), nullable=False)
+    agent_id: Col[str] = Column(String(AGENT_LEN), nullable=False, default="")
+    state: Col[str] = Column(String(16), nullable=False)
+    detail: Col[str] = Column(Text, nullable=False, default="")
+    created_at: Col[datetime] = Column(UTCDateTime, nullable=False, default=utcnow)
 
     __table_args__ = (Index("ix_task_events_created", "created_at"),)
