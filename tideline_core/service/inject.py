@@ -82,7 +82,9 @@ class InjectOps(ServiceParts):
         if request.session_id:
             with self.db.read() as conn:
                 shown = sources.shown(conn, agent_id, request.session_id)
-        search = SearchIn(query=request.query, conversation=request.conversation, limit=rules.t1_limit)
+        # Built from a request already validated: validating it again would build SearchIn's validator in a
+        # process that answers one prompt (the hook), for nothing.
+        search = SearchIn.model_construct(query=request.query, conversation=request.conversation, limit=rules.t1_limit)
         exclude = {(SEARCH_KIND.get(kind, kind), row) for kind, row in shown}
         outcome = self.searcher.search(agent_id, search, exclude=exclude)
         t1 = tiers.recall(outcome.hits, shown, "T1", rules)
