@@ -61,10 +61,13 @@ def problem(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
     for name in sorted(arguments):
         if name not in properties:
             return name, f"is not an argument of {tool}; it takes {', '.join(known) or 'no arguments'}"
+    required = set(schema.get("required", []))
     for name in sorted(arguments):
         if arguments[name] is None:
+            if name in required:
+                return name, "must not be null: it is required"
             return name, "must not be null: leave the argument out to use its default"
-    for name in schema.get("required", []):
+    for name in sorted(required):
         if name not in arguments:
             return name, "is required"
     for name, value in sorted(arguments.items()):

@@ -234,9 +234,12 @@ async def test_every_tool_refuses_an_argument_it_does_not_have_and_a_null_naming
         for tool in tools:
             error = await refused(client, tool.name, importnace=5)
             assert f"invalid input: importnace: is not an argument of {tool.name}" in error, error
+            required = set(tool.input_schema.get("required", []))
             for name in tool.input_schema.get("properties", {}):
                 error = await refused(client, tool.name, **{name: None})
                 assert f"invalid input: {name}: must not be null" in error, error
+                # A required argument has no default to fall back on, and the message does not offer one.
+                assert ("it is required" in error) == (name in required) != ("default" in error), error
         # A misspelling next to good arguments stores nothing either.
         assert "limt" in await refused(client, "memory_recall", limt=1)
         assert "importnace" in await refused(client, "memory_write", gesture="kept?", importnace=5)
