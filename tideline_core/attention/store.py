@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, insert, select
 
 from tideline_core.errors import InvalidInput
 from tideline_core.store.lookup import owned_rows
@@ -35,7 +35,7 @@ def log_hits(
         wanted.setdefault(int(narrative_id), None if similarity is None else float(similarity))
     if not wanted:
         return 0
-    narratives, table = Narrative.__table__, cast(Table, AttentionHit.__table__)
+    narratives, table = Narrative.__table__, AttentionHit.__table__
     own = {r.id for r in owned_rows(conn, narratives, agent_id, wanted, [narratives.c.id])}
     logged = set(
         conn.execute(

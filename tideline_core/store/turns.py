@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, and_, insert, or_, select
+from sqlalchemy import Connection, and_, insert, or_, select
 
 from tideline_core.domain.inputs import ContextTurnIn
 from tideline_core.domain.memory_text import WINDOW_TURNS, turn_text, turn_window
@@ -66,7 +66,7 @@ def insert_turns(conn: Connection, agent_id: str, turns: Sequence[ContextTurnIn]
     if not turns:
         return []
     now = utcnow()
-    table = cast(Table, ContextTurn.__table__)
+    table = ContextTurn.__table__
     rows = [
         {
             "agent_id": agent_id,
