@@ -67,7 +67,7 @@ def problem(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
             if name in required:
                 return name, "must not be null: it is required"
             return name, "must not be null: leave the argument out to use its default"
-    for name in sorted(required):
+    for name in schema.get("required", []):
         if name not in arguments:
             return name, "is required"
     for name, value in sorted(arguments.items()):
