@@ -12,10 +12,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from tideline_core.text.jieba_dictionary import jieba
 from tideline_core.text.tokens import initialize
 
-IDF_TABLE = Path(jieba.__file__).parent / "analyse" / "idf.txt"
 # Skipped before counting, as jieba's extractor skips them: the weights depend on what is counted.
 SKIPPED = frozenset(
     "the of is and to in that we for an are by be as on with can if from which you it this then at have all not "
@@ -29,8 +27,16 @@ class IdfTable:
     median: float  # what a word missing from the table weighs
 
 
+def jieba_idf_file() -> Path:
+    """The IDF table jieba ships (found beside jieba, imported by then: a text was segmented)."""
+    import jieba
+
+    return Path(jieba.__file__).parent / "analyse" / "idf.txt"
+
+
 @functools.cache
-def idf_table(path: Path = IDF_TABLE) -> IdfTable:
+def idf_table(path: Path | None = None) -> IdfTable:
+    path = path or jieba_idf_file()
     weights: dict[str, float] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         word, weight = line.strip().split(" ")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
-from tideline_core.text.jieba_dictionary import install as install_dictionary
-from tideline_core.text.jieba_dictionary import jieba
-
-jieba.setLogLevel(logging.WARNING)
+if TYPE_CHECKING:
+    import jieba
 
 # Han characters, as a class both Python's `re` and PostgreSQL's regular expressions read.
 CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
@@ -37,11 +36,19 @@ CHINESE_STOPWORDS = frozenset(
 STOPWORDS = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
 
 
+@cache
 def initialize() -> jieba.Tokenizer:
     """jieba's tokenizer with its dictionary loaded (the compact one, see `jieba_dictionary`); call it early
-    to pay for the load (well under a second once the cache file exists) before the first request."""
-    install_dictionary(jieba.dt)
-    return jieba.dt
+    to pay for the load (well under a second once the cache file exists) before the first request.
+
+    jieba itself is imported here, on the first text with Chinese in it: a process that answers one
+    English prompt (the hook without a server) never pays for it.
+    """
+    from tideline_core.text import jieba_dictionary
+
+    jieba_dictionary.jieba.setLogLevel(logging.WARNING)
+    jieba_dictionary.install(jieba_dictionary.jieba.dt)
+    return jieba_dictionary.jieba.dt
 
 
 def has_cjk(text: str) -> bool:

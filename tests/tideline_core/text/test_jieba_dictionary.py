@@ -85,16 +85,36 @@ def test_the_compact_table_refuses_new_words(tmp_path: Path) -> None:
         tokenizer.add_word("潮汐线")
 
 
+def printed_by_a_new_process(*lines: str) -> list[str]:
+    """The lines a fresh interpreter prints running `lines`: what a module imports shows only in a new process."""
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.splitlines()
+
+
 def test_segmenting_loads_jieba_and_its_tables_without_importing_pkg_resources() -> None:
     # Every process that segments imports jieba; pkg_resources would cost each of them more than jieba does.
-    script = (
-        "import sys\n"
-        "from tideline_core.text.tokens import segment\n"
-        "import jieba.posseg\n"
-        "print(segment('周四晚上去游泳', for_index=True), [w.flag for w in jieba.posseg.cut('周四晚上')])\n"
-        "print('pkg_resources' in sys.modules)\n"
+    words, imported = printed_by_a_new_process(
+        "import sys",
+        "from tideline_core.text.tokens import segment",
+        "words = segment('周四晚上去游泳', for_index=True)",
+        "import jieba.posseg",
+        "print(words, [w.flag for w in jieba.posseg.cut('周四晚上')])",
+        "print('pkg_resources' in sys.modules)",
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    words, imported = done.stdout.splitlines()
     assert words == "['周四', '晚上', '去', '游泳'] ['t', 't']"
+    assert imported == "False"
+
+
+def test_a_process_that_segments_only_english_never_imports_jieba() -> None:
+    # The hook without a server answers one prompt: an English store and prompt should not pay for jieba.
+    words, imported = printed_by_a_new_process(
+        "import sys",
+        "from tideline_core.search.query import question_parts",
+        "from tideline_core.text.terms import analyze",
+        "print(analyze('What did we decide about the deploy on Friday?'))",
+        "print('jieba' in sys.modules)",
+    )
+    assert "deploy" in words
     assert imported == "False"

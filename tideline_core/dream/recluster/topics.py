@@ -51,9 +51,9 @@ class TopicCluster:
 @functools.cache
 def _tagger() -> Any:
     # jieba's part-of-speech tables take about 50 MiB: only the processes that cluster topics load them.
+    initialize()  # the compact dictionary, jieba imported as it should be, before the tagger loads its own
     import jieba.posseg
 
-    initialize()  # the compact dictionary, before the tagger loads jieba's own
     return jieba.posseg.dt
 
 

@@ -475,9 +475,9 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
 @functools.cache
 def _tagger() -> Any:
     # jieba's part-of-speech tables take about 50 MiB: only a process that solidifies loads them.
+    initialize()  # the compact dictionary, jieba imported as it should be, before the tagger loads its own
     import jieba.posseg
 
-    initialize()  # the compact dictionary, before the tagger loads jieba's own
     return jieba.posseg.dt
 
 

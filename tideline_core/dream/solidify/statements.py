@@ -301,9 +301,9 @@ def _judge_chinese(text: str, names: frozenset[str]) -> Statement:
 
 @functools.cache
 def _tagger() -> Any:
+    initialize()
     import jieba.posseg
 
-    initialize()
     return jieba.posseg.dt
 
 
