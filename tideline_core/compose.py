@@ -17,7 +17,6 @@ from tideline_core.search.cold import ColdSearch
 from tideline_core.search.hits import Searcher
 from tideline_core.service import JobQueue, Service
 from tideline_core.settings import Settings
-from tideline_core.store import pg_vectors
 from tideline_core.store.database import Database
 
 if TYPE_CHECKING:
@@ -125,18 +124,14 @@ def dream_llm(settings: Settings) -> ChatLLM | None:
 def require_vectors(db: Database) -> None:
     """PostgreSQL is a store only with pgvector in it (`pg_vectors.require`); SQLite needs nothing."""
     if db.dialect == "postgresql":
+        from tideline_core.store import pg_vectors  # a SQLite process (the hook's) never loads it
+
         with db.read() as conn:
             pg_vectors.require(conn)
 
 
 def searcher_for(
-    db: Database,
-    embedder: Embedder,
-    *,
-    query_timeout: float,
-    extracts: bool,
-    ef_search: int = pg_vectors.EF_SEARCH,
-    warming: bool = False,
+    db: Database, embedder: Embedder, *, query_timeout: float, extracts: bool, ef_search: int, warming: bool = False
 ) -> HybridSearch | WarmingSearch:
     """The ranking over PostgreSQL's own indexes (with pgvector, `require_vectors`; no per-agent state in the
     process), or over in-memory indexes of a SQLite store (built on a thread of their own when `warming`)."""

@@ -47,11 +47,14 @@ NOT_FOR_A_PROMPT = (
     "tideline_core.importing",
     "sqlalchemy.orm",  # the schema is SQLAlchemy Core tables: nothing maps a row to an object
 )
-# Nor on SQLite: PostgreSQL's dialect, the schemas of the dream's LLM answers, the in-memory search a server
-# keeps (the cold search asks FTS5), numpy (no vector is computed: `tideline_core.numeric` imports it on first use).
+# Nor on SQLite: PostgreSQL's dialect and its vector indexes, the schemas of the dream's LLM answers, the
+# searches a server keeps (the in-memory indexes, the hybrid ranking: the cold search asks FTS5), numpy (no
+# vector is computed: `tideline_core.numeric` imports it on first use).
 NOT_FOR_A_PROMPT_ON_SQLITE = (
     "numpy",
     "sqlalchemy.dialects.postgresql",
+    "tideline_core.store.pg_vectors",
+    "tideline_core.search.hybrid",
     "tideline_core.dream.asking",
     "tideline_core.dream.answers",
     "tideline_core.search.memory_source",

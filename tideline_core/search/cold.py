@@ -38,7 +38,11 @@ from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.embedding import Embedder, NoEmbedder
 from tideline_core.search.fusion import combine, rank, spread_to_neighbours
 from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of, in_parts
-from tideline_core.search.hybrid import (
+from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
+from tideline_core.search.salience import salient_words
+from tideline_core.search.signals import candidates, evidence_of, lifted_evidence, time_signal
+from tideline_core.search.sources import KEYWORD_DEPTH, StoreRows
+from tideline_core.search.weights import (
     CONVERSATION_WEIGHTS,
     FLOORS,
     GAMMA,
@@ -47,10 +51,6 @@ from tideline_core.search.hybrid import (
     QUESTION_WEIGHTS,
     TIME_LINES,
 )
-from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
-from tideline_core.search.salience import salient_words
-from tideline_core.search.signals import candidates, evidence_of, lifted_evidence, time_signal
-from tideline_core.search.sources import KEYWORD_DEPTH, StoreRows
 from tideline_core.search.when import TimeWindow, mentioned_times
 from tideline_core.store import fts
 from tideline_core.store.database import Database

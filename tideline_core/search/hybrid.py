@@ -57,29 +57,23 @@ from tideline_core.search.query import (
 from tideline_core.search.reference import OTHER, Reference
 from tideline_core.search.signals import Key, Signals, evidence_of, lifted_evidence
 from tideline_core.search.sources import CandidateSource, Query, StoreRows
+from tideline_core.search.weights import (
+    CONVERSATION_WEIGHTS,
+    DENSE_DEPTH,
+    FLAT,
+    FLOORS,
+    GAMMA,
+    HIDDEN_MARGIN,
+    KEYWORD_QUESTION_WEIGHTS,
+    KINDS,
+    QUESTION_WEIGHTS,
+    TIME_LINES,
+    TRUST,
+)
 from tideline_core.search.when import mentioned_times
 from tideline_core.text.dates import utcnow
 
-KINDS = {"all": ("narrative", "context"), "narratives": ("narrative",), "context": ("context",)}
-# Weights measured on LoCoMo (questions) and MADial (dialogues); a dialogue's words are noisier
-# than a question's, so keyword signals weigh less there.
-# Beside the dense context view, the keyword one (the previous turn + the turn) weighs half (measured on
-# LoCoMo and MemDaily); without it, in keyword mode, it is the only context signal and weighs in full.
-QUESTION_WEIGHTS = {"kw": 1.0, "kw_ctx": 0.5, "dense": 0.5, "ctx": 1.0, "speaker": 0.7, "time": 1.0}
-KEYWORD_QUESTION_WEIGHTS = {**QUESTION_WEIGHTS, "kw_ctx": 1.0}
-CONVERSATION_WEIGHTS = {"kw": 0.25, "kw_ctx": 0.25, "dense": 0.5, "ctx": 0.6, "speaker": 0.7, "time": 1.0}
-# The lowest possible score of a signal (BM25 0, closeness 0), so a lone weak match stays weak.
-FLOORS = {"kw": 0.0, "kw_ctx": 0.0, "time": 0.0}
-# A dense view whose ten best cosines lie within this of each other tells nothing apart (fusion.py).
-FLAT = {"dense": 0.005, "ctx": 0.005}
-# How much each view's weight follows its confidence in the query (fusion.py). None: no setting that
-# bench/fusion_fit.py tried held on the evaluation set it was not chosen on (docs/retrieval.md).
-TRUST: dict[str, float] = {}
-DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
-GAMMA = 0.2  # neighbour spreading
 QUERY_CACHE_SIZE = 512  # query vectors kept for repeated query texts
-HIDDEN_MARGIN = 10  # rows ranked past the limit, standing in for superseded narratives dropped on loading
-TIME_LINES = 2  # the latest dialogue lines whose dates count
 
 
 @dataclass
