@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -30,6 +30,7 @@ from tideline_core.search.bm25 import BM25Index
 from tideline_core.search.glossary import CROSSING_WEIGHT, crossing_terms
 from tideline_core.search.joins import JoinCorpus, session_joins
 from tideline_core.search.query import expand_prefixes
+from tideline_core.search.reference import OTHER, row_script
 from tideline_core.store.catchup import IdCursor, StoreVersion, catch_up, ids_after
 from tideline_core.store.database import Database
 from tideline_core.store.lookup import chunks, fetched_with_pauses, no_pause
@@ -64,6 +65,19 @@ class _Shard:
     version: StoreVersion | None = None  # the store's high-water marks when last refreshed
     lock: threading.Lock = field(default_factory=threading.Lock)
     scripts: set[str] = field(default_factory=set)  # "han", "latin": the scripts the indexed text is written in
+    # Each row's own script (`reference.row_script` of its text), where it is not OTHER (every indexed row is in
+    # `times`): the dense views' floor, which a search would otherwise read the rows' texts again for.
+    script: dict[int, str | None] = field(default_factory=dict)
+
+    def note_script(self, row_id: int, text: str) -> None:
+        script = row_script(text)
+        if script != OTHER:
+            self.script[row_id] = script
+        else:
+            self.script.pop(row_id, None)
+
+    def script_of(self, row_id: int) -> str | None:
+        return self.script.get(row_id, OTHER)
 
     def note_scripts(self, tokens: Iterable[str]) -> None:
         if len(self.scripts) < 2:
@@ -79,6 +93,7 @@ class _Shard:
         tokens = tuple(analyze(turn_text(speaker, content)))
         self.kw.add(row_id, tokens)
         self.note_scripts(tokens)
+        self.note_script(row_id, content)
         self.times[row_id] = at
         self.speaker[row_id] = speaker
         if speaker not in self.speaker_turns:
@@ -243,6 +258,7 @@ class KeywordIndex:
                 tokens = analyze(texts[int(r.id)])
                 shard.kw.add(int(r.id), tokens)
                 shard.note_scripts(tokens)
+                shard.note_script(int(r.id), r.gesture)
                 shard.times[int(r.id)] = _stamp(r.occurred_at)
         shard.cursor.settle(newest, visible, time.monotonic())
         shard.amended.settle(noted, noted_visible, time.monotonic())
@@ -286,6 +302,18 @@ class KeywordIndex:
                     if lo <= shard.times[cast(int, i)] <= hi
                 ]
                 out[view] = hits[:k]
+        return out
+
+    def scripts(self, agent_id: str, keys: Collection[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+        """The script of each of these (kind, row id) that is indexed (as of the last refresh); the rest left out."""
+        out: dict[tuple[str, int], str | None] = {}
+        for kind in ("narrative", "context"):
+            ids = [i for k, i in keys if k == kind]
+            shard = self._shards.get((agent_id, kind)) if ids else None
+            if shard is None:
+                continue
+            with shard.lock:
+                out.update({(kind, i): shard.script_of(i) for i in ids if i in shard.times})
         return out
 
     def bilingual(self, agent_id: str) -> bool:

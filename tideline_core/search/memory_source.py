@@ -59,6 +59,10 @@ class MemorySource:
         self.index = vectors or VectorIndex(db, model, extracts=extracts)
         self.keywords = keywords or KeywordIndex(db, extracts=extracts)
 
+    def store_rows(self) -> StoreRows:
+        """The ranked rows' reader, taking their scripts from the keyword index, which read every row's text."""
+        return StoreRows(self.db, known=self.keywords.scripts)
+
     def build(self, agent_id: str) -> None:
         """Bring every index of the agent up to the store: what its first search would otherwise do (`warming`)."""
         with self.db.read() as conn:
@@ -153,4 +157,4 @@ def searcher(
 ) -> HybridSearch:
     """The ranking over in-memory indexes of `db` (given ones, to share them between searchers, or its own)."""
     source = MemorySource(db, embedder.model, vectors=vectors, keywords=keywords, extracts=extracts)
-    return HybridSearch(embedder, source, StoreRows(db), query_timeout=query_timeout, extracts=extracts)
+    return HybridSearch(embedder, source, source.store_rows(), query_timeout=query_timeout, extracts=extracts)

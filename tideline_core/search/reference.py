@@ -180,6 +180,11 @@ def meaningful(text: str) -> bool:
     return sum(map(str.isalnum, text)) >= MIN_LETTERS
 
 
+def row_script(text: str) -> str | None:
+    """The script a row's floor is taken in (`script_of`); None for a text too short to mean anything."""
+    return script_of(text) if meaningful(text) else None
+
+
 class Reference:
     """The reference sentences' vectors, embedded once on first use (again after a failure)."""
 

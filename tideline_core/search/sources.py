@@ -9,7 +9,7 @@ through them and `StoreRows` (the ranked rows' text, the same on either backend)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,7 +17,7 @@ from sqlalchemy import Connection, literal, select, union_all
 
 from tideline_core.domain.inputs import ConversationLine, SearchIn
 from tideline_core.domain.records import AmendmentNote, ContextTurnRecord, NarrativeRecord
-from tideline_core.search.reference import meaningful, script_of
+from tideline_core.search.reference import row_script
 from tideline_core.search.signals import Key, Signals
 from tideline_core.search.when import TimeWindow
 from tideline_core.store.catchup import StoreVersion
@@ -110,11 +110,19 @@ class CandidateSource(Protocol):
         ...
 
 
-class StoreRows:
-    """What a search reads of the rows it ranked, the same on either backend: their text's script, the rows to show."""
+KnownScripts = Callable[[str, Collection[Key]], Mapping[Key, str | None]]
 
-    def __init__(self, db: Database) -> None:
+
+class StoreRows:
+    """What a search reads of the rows it ranked, the same on either backend: their text's script, the rows to show.
+
+    `known`: the scripts something else already holds (the in-memory keyword index read every row's text),
+    asked before the store.
+    """
+
+    def __init__(self, db: Database, *, known: KnownScripts | None = None) -> None:
         self.db = db
+        self.known = known
         self._scripts: dict[tuple[str, Key], str | None] = {}
 
     def scripts(self, agent_id: str, keys: Collection[Key]) -> dict[Key, str | None]:
@@ -125,6 +133,9 @@ class StoreRows:
         candidates, which on a large SQLite store are as many page reads scattered over the table."""
         known = {key: self._scripts[(agent_id, key)] for key in keys if (agent_id, key) in self._scripts}
         missing = [key for key in keys if key not in known]
+        if missing and self.known is not None:
+            known.update(self.known(agent_id, missing))
+            missing = [key for key in missing if key not in known]
         if missing:
             with self.db.read() as conn:
                 found = read_scripts(conn, agent_id, missing)
@@ -166,5 +177,5 @@ def read_scripts(conn: Connection, agent_id: str, keys: Collection[Key]) -> dict
             if n < len(found)
         ]
         for kind, row_id, text in conn.execute(union_all(*parts)):
-            out[(str(kind), int(row_id))] = script_of(text) if meaningful(text) else None
+            out[(str(kind), int(row_id))] = row_script(text)
     return out

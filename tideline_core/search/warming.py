@@ -45,7 +45,6 @@ from tideline_core.search.hits import SearchOutcome
 from tideline_core.search.hybrid import HybridSearch
 from tideline_core.search.memory_source import MemorySource
 from tideline_core.search.signals import Key
-from tideline_core.search.sources import StoreRows
 from tideline_core.store.database import Database
 from tideline_core.store.schema import ContextTurn, Narrative
 
@@ -282,5 +281,5 @@ def searcher(
 ) -> WarmingSearch:
     """The in-memory ranking of `db` (`memory_source.searcher`), warmed on a thread, the store's until then."""
     source = MemorySource(db, embedder.model, extracts=extracts)
-    warm = HybridSearch(embedder, source, StoreRows(db), query_timeout=query_timeout, extracts=extracts)
+    warm = HybridSearch(embedder, source, source.store_rows(), query_timeout=query_timeout, extracts=extracts)
     return WarmingSearch(warm, source, ColdSearch(db, extracts=extracts), foreground_rows=foreground_rows)
