@@ -132,7 +132,6 @@ class BM25Index:
         avgdl = self._total_len / self._n_alive if self._total_len > 0 else 1.0
         k1, b = self.k1, self.b
         scores = np.zeros(n_slots, dtype=np.float64)
-        touched = np.zeros(n_slots, dtype=bool)
         grouped: dict[str, list[str]] = {}
         for term in sorted(weights):
             grouped.setdefault(groups.get(term, term) if groups else term, []).append(term)
@@ -153,19 +152,22 @@ class BM25Index:
                     scores[slots] += part
                 else:
                     best[slots] = np.maximum(best[slots], part)
-                touched[slots] = True
             if best is not scores:
                 scores += best
+        # Every part is positive (a weight above 0, an idf above 0, a term frequency of 1 or more): a row
+        # matched some term exactly where its score is above 0.
+        matched = scores > 0.0
         if self._dead:
-            touched &= np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
-        hits = np.flatnonzero(touched)
+            matched &= np.frombuffer(bytes(self._alive), dtype=np.uint8).astype(bool)
+        hits = np.flatnonzero(matched)
         if hits.size == 0:
             return []
         if top_k is not None and hits.size > top_k:
             part = np.argpartition(-scores[hits], top_k - 1)[:top_k]
             kth = scores[hits[part]].min()
             hits = hits[scores[hits] >= kth]  # keep ties at the cut so the order stays deterministic
-        order = sorted(hits.tolist(), key=lambda s: (-scores[s], s))
+        order = hits[np.lexsort((hits, -scores[hits]))]  # best first, ties by slot (insertion order)
         if top_k is not None:
             order = order[:top_k]
-        return [(self._ids[s], float(scores[s])) for s in order]
+        ids = self._ids
+        return [(ids[s], value) for s, value in zip(order.tolist(), scores[order].tolist(), strict=True)]
