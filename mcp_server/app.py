@@ -61,6 +61,10 @@ from workers.jobqueue import CeleryJobQueue
 
 log = logging.getLogger(__name__)
 
+# How long a stopping server waits for its warm-up to be done with the store (it counts an agent's rows, then
+# hands the build to the searcher's own thread) before closing the store regardless.
+WARM_UP_STOP_SECONDS = 10.0
+
 INSTRUCTIONS = """\
 Tideline is your long-term memory. Everything you store stays; search brings it back.
 - memory_write: keep a moment worth remembering (gesture = what happened, in one sentence).
@@ -72,7 +76,7 @@ Tideline is your long-term memory. Everything you store stays; search brings it 
 """
 
 
-def _warm_up(service: Service, agents: Sequence[str]) -> None:
+def _warm_up(service: Service, agents: Sequence[str], stopping: threading.Event, off_store: threading.Event) -> None:
     """Load the tokenizer's dictionary and the model, and start building the search indexes of `agents`, so the
     first search does not pay for them.
 
@@ -80,11 +84,19 @@ def _warm_up(service: Service, agents: Sequence[str]) -> None:
     waits for a model (a search that comes first waits for it within its query timeout, then answers
     by keyword and says so), nor for an agent's indexes (built on the warming thread beside the model's
     load; a search that comes first answers from the store's full-text index and says so, `search.warming`).
-    An unreachable embedder is not fatal.
+    An unreachable embedder is not fatal. Once `stopping` is set it starts nothing more on the store, and it sets
+    `off_store` when it is done with the store: the server closes the store only after that.
     """
-    load_tokenizer()
-    for agent in agents:
-        service.warm_up(agent)
+    try:
+        load_tokenizer()
+        for agent in agents:
+            if stopping.is_set():
+                return
+            service.warm_up(agent)
+    finally:
+        off_store.set()
+    if stopping.is_set():
+        return
     embedder = service.embedder
     if not isinstance(embedder, NoEmbedder):
         try:
@@ -94,6 +106,12 @@ def _warm_up(service: Service, agents: Sequence[str]) -> None:
                 "embedder %s not ready at start-up: %s (search stays keyword-only until it is)", embedder.model, exc
             )
     _return_free_memory()
+
+
+def _stop_warm_up(stopping: threading.Event, off_store: threading.Event) -> None:
+    stopping.set()
+    if not off_store.wait(WARM_UP_STOP_SECONDS):
+        log.warning("the warm-up still reads the store after %.0f s: closing it all the same", WARM_UP_STOP_SECONDS)
 
 
 def _return_free_memory() -> None:
@@ -220,7 +238,13 @@ def create_server(
             )
             stack.callback(service.close)
             served = sorted(set(tokens.values())) if tokens else [settings.agent]
-            threading.Thread(target=_warm_up, args=(service, served), name="tideline-warm-up", daemon=True).start()
+            stopping, off_store = threading.Event(), threading.Event()
+            threading.Thread(
+                target=_warm_up, args=(service, served, stopping, off_store), name="tideline-warm-up", daemon=True
+            ).start()
+            # Before the store closes (callbacks run last-in first-out): a server stopped as it starts must not
+            # have its warm-up open the store again, in a folder that may be gone by then.
+            stack.callback(_stop_warm_up, stopping, off_store)
             log.info("tideline MCP server ready: database %s, embedder %s", _redacted(settings), service.embedder.model)
             context = AppContext(settings=settings, service=service, resolve_agent=resolve_agent)
             stack.enter_context(hooks.serving(context))
