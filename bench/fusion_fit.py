@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fusion_fit.py --locomo ../shared/eval/locomo/locomo_dev.json \\
         --madial ../shared/eval/madial-zh --memdaily MEMSIM_CHECKOUT --cache-dir DIR [--grid 0,0.5,1,2] \\
-        [--relative | --typical]
+        [--relative | --typical | --dense-floor]
 
 Each set is loaded once through the service's write path (as `tideline eval` loads it) and every
 question asked through the same search, once per candidate setting of `hybrid.TRUST` (an exponent
@@ -161,6 +161,29 @@ def leave_typical_out(sets: Mapping[str, Ask], grid: Sequence[float]) -> None:
         )
 
 
+def leave_floors_out(sets: Mapping[str, Ask]) -> None:
+    """Today's floors against the dense views' floor at a margin of 0, each set left out in turn."""
+    today = dict(hybrid.FLOORS)
+    settings = {"today": today, "dense from its floor": {**today, **dict.fromkeys(DENSE_VIEWS, 0.0)}}
+    table: dict[str, dict[str, Measured]] = {}
+    for label, floors in settings.items():
+        hybrid.FLOORS = floors
+        table[label] = {name: measure(ask, "hybrid") for name, ask in sets.items()}
+        row = "  ".join(f"{m.r5:.3f}/{m.r10:.3f}" for m in table[label].values())
+        print(f"{label:<22} {row}", file=sys.stderr, flush=True)
+    hybrid.FLOORS = today
+    print("\nhybrid R@5 / R@10 (turn; MADial: memories)")
+    print(f"{'':<22}" + "".join(f"{name:>34}" for name in sets))
+    for label, by_set in table.items():
+        print(f"{label:<22}" + "".join(f"{by_set[n].r5:>27.3f} / {by_set[n].r10:.3f}" for n in sets))
+    print("\nleave one set out: chosen on the other two (mean of R@5 + R@10), measured on the one left out")
+    for left_out in sets:
+        others = [n for n in sets if n != left_out]
+        chosen = chosen_on(table, others, lambda label: label != "today")
+        got = table[chosen][left_out]
+        print(f"  {left_out}: chosen {chosen!r} → R@5 {got.r5:.3f}, R@10 {got.r10:.3f}")
+
+
 def chosen_on(table: Mapping[Any, Mapping[str, Measured]], others: Sequence[str], size: Callable[[Any], float]) -> Any:
     """The setting with the best mean R@5 + R@10 over `others`; of equals, the one of least `size` (least trust)."""
     return max(table, key=lambda s: (statistics.mean(table[s][n].objective for n in others), -size(s)))
@@ -186,6 +209,9 @@ def main() -> int:
     parser.add_argument(
         "--typical", action="store_true", help="each view's confidence over its typical one in the choosing sets"
     )
+    parser.add_argument(
+        "--dense-floor", action="store_true", help="today's fusion against dense views counted from their floor"
+    )
     parser.add_argument("--grid", default="0,0.5,1,2", help="exponents tried for each of the two view groups")
     args = parser.parse_args()
     grid = [float(x) for x in args.grid.split(",")]
@@ -204,6 +230,9 @@ def main() -> int:
         print(f"loaded {name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.typical:
         leave_typical_out(sets, grid)
+        return 0
+    if args.dense_floor:
+        leave_floors_out(sets)
         return 0
     alone = {name: {mode: measure(ask, mode) for mode in ("keyword", "dense")} for name, ask in sets.items()}
     table: dict[Setting, dict[str, Measured]] = {}

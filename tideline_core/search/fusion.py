@@ -12,7 +12,9 @@ pin down:
 Methods:
 
 - ``"minmax"`` (default): each signal mapped to [0, 1] by (s - min) / (max - min) over its own
-  candidates (all equal → 1.0; ``floors`` can pin the min, e.g. 0 for BM25), then a weighted sum.
+  candidates (all equal → 1.0), then a weighted sum. ``floors`` pin the min of a signal whose scores
+  have a meaningful zero (BM25: 0; a dense margin: the floor of texts unrelated to the query): a score at
+  or below its floor counts 0, and a signal none of whose candidates clears it adds nothing.
   A document missing from a signal gets 0 from it. This is score-level (convex-combination)
   fusion: unlike RRF it keeps *how much* a document leads, so a confident keyword hit is not
   drowned by a dense list of near-equal cosines.
@@ -72,10 +74,12 @@ def _normalize(
     if not scores:
         return {}
     if method == "minmax":
-        lo = min(scores.values())
-        if floor is not None:
-            lo = min(lo, floor)
         hi = max(scores.values())
+        if floor is not None:
+            if hi <= floor:
+                return dict.fromkeys(scores, 0.0)
+            return {d: max(0.0, s - floor) / (hi - floor) for d, s in scores.items()}
+        lo = min(scores.values())
         span = hi - lo
         if span <= 0.0:
             return dict.fromkeys(scores, 1.0)

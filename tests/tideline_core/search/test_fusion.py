@@ -100,6 +100,16 @@ def test_a_floor_keeps_a_single_keyword_match_from_counting_as_zero():
     assert [h.score for h in hits] == [1.0, 1.0]
 
 
+def test_a_score_at_or_below_its_floor_counts_nothing_and_a_signal_with_nothing_above_it_adds_nothing():
+    margins = {"near": 0.04, "at": 0.0, "below": -0.02}
+    scored = {h.doc_id: h.score for h in fuse({"dense": margins}, floors={"dense": 0.0})}
+    assert scored == {"near": 1.0, "at": 0.0, "below": 0.0}
+    nothing_clears = {h.doc_id: h.score for h in fuse({"dense": {"a": -0.01, "b": -0.03}}, floors={"dense": 0.0})}
+    assert nothing_clears == {"a": 0.0, "b": 0.0}
+    without_a_floor = {h.doc_id: h.score for h in fuse({"dense": {"a": -0.01, "b": -0.03}})}
+    assert without_a_floor == {"a": 1.0, "b": 0.0}, "min-max over the candidates alone"
+
+
 def test_weights_scale_each_signals_contribution():
     hits = fuse({"keyword": {"a": 1.0, "b": 0.0}, "dense": {"a": 0.0, "b": 1.0}}, weights={"keyword": 2.0})
     assert ranking(hits) == ["a", "b"]
