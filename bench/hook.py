@@ -8,9 +8,10 @@ synthetic bilingual narratives with random unit vectors as embeddings, a tenth a
 profiles, self-concept, threads, snapshots, a SOUL file, topic clusters; not timed), on a throwaway
 data dir with its own Redis. Then each prompt call is a new prompt in one session (as a
 conversation goes), each session-start call a new session:
-  with a server   `tideline serve --http` on the same data dir (the local e5: hybrid search, the
-                  model loaded and the indexes built by untimed calls first); the hook is a thin
-                  client posting the event to it;
+  with a server   `tideline serve --http` on the same data dir (the local e5: hybrid search), timed
+                  once its searches come from its built indexes (a memory_search no longer says it
+                  answered from the full-text index while they build) and after untimed calls; the
+                  hook is a thin client posting the event to it;
   without         nothing listens on TIDELINE_HTTP_PORT: each hook process opens the store and
                   answers keyword-only, searching the store's FTS5 index (`search.cold`).
 Also timed: the process floor, `tideline hook` given an empty event (Python's start, the thin
@@ -20,6 +21,7 @@ client's imports, one log line). Prints p50/p95 beside the targets; asserts noth
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -118,6 +120,18 @@ def timed(env: dict[str, str], prompts: list[str], tag: str) -> Series:
     return Series(prompt, prompt_blocks, start, start_blocks)
 
 
+def searches_warm(port: int) -> bool:
+    """Whether the server's memory_search answers from its built indexes (not degraded, as while they build)."""
+    from mcp import Client
+
+    async def ask() -> bool:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            result = await client.call_tool("memory_search", {"query": "warm", "mode": "keyword"})
+            return (result.structured_content or {}).get("degraded") is None
+
+    return asyncio.run(ask())
+
+
 def with_server(box: Sandbox, asked: list[str], warmup: int) -> Series:
     port = free_port()
     env = box.env(TIDELINE_AGENT=AGENT, TIDELINE_HTTP_PORT=str(port), TIDELINE_EMBEDDER="local")
@@ -132,6 +146,7 @@ def with_server(box: Sandbox, asked: list[str], warmup: int) -> Series:
                 return False
 
         wait(healthy, 120, "the server")
+        wait(lambda: searches_warm(port), 600, "the server's indexes")
         for prompt in asked[:warmup]:  # the model loads, the indexes are built, jieba warms
             run_hook(env, prompt_event(prompt))
         return timed(env, asked[warmup:], "server")
