@@ -17,8 +17,10 @@ its tuning files; its events files are never read (`memdaily.files`). Prints fig
 from __future__ import annotations
 
 import argparse
+import atexit
 import itertools
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -57,6 +59,7 @@ class Measured:
 def service_for(cache: Path) -> Service:
     settings = Settings()
     workdir = Path(tempfile.mkdtemp(prefix="tideline-fusion-"))
+    atexit.register(shutil.rmtree, workdir, True)  # each set's store: gone with the run
     settings = settings.model_copy(update={"home": workdir, "database_url": f"sqlite:///{workdir / 'eval.db'}"})
     embedder = CachedEmbedder(build_embedder(settings), cache)
     service = compose(settings, jobs=NullJobQueue(), embedder=embedder, llm=None)
@@ -176,6 +179,8 @@ def leave_floors_out(sets: Mapping[str, Ask]) -> None:
     print(f"{'':<22}" + "".join(f"{name:>34}" for name in sets))
     for label, by_set in table.items():
         print(f"{label:<22}" + "".join(f"{by_set[n].r5:>27.3f} / {by_set[n].r10:.3f}" for n in sets))
+    if len(sets) < 2:
+        return  # nothing to choose on: the table is all there is
     print("\nleave one set out: chosen on the other two (mean of R@5 + R@10), measured on the one left out")
     for left_out in sets:
         others = [n for n in sets if n != left_out]
