@@ -120,16 +120,22 @@ def timed(env: dict[str, str], prompts: list[str], tag: str) -> Series:
     return Series(prompt, prompt_blocks, start, start_blocks)
 
 
-def searches_warm(port: int) -> bool:
-    """Whether the server's memory_search answers from its built indexes (not degraded, as while they build)."""
+def wait_until_searches_are_warm(port: int, timeout: float) -> None:
+    """Until the server's memory_search answers from its built indexes (not degraded, as while they build)."""
     from mcp import Client
 
-    async def ask() -> bool:
+    async def poll() -> None:
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            result = await client.call_tool("memory_search", {"query": "warm", "mode": "keyword"})
-            return (result.structured_content or {}).get("degraded") is None
+            deadline = time.monotonic() + timeout
+            while True:
+                result = await client.call_tool("memory_search", {"query": "warm", "mode": "keyword"})
+                if (result.structured_content or {}).get("degraded") is None:
+                    return
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"timed out after {timeout:.0f}s waiting for the server's indexes")
+                await asyncio.sleep(0.1)
 
-    return asyncio.run(ask())
+    asyncio.run(poll())
 
 
 def with_server(box: Sandbox, asked: list[str], warmup: int) -> Series:
@@ -146,7 +152,7 @@ def with_server(box: Sandbox, asked: list[str], warmup: int) -> Series:
                 return False
 
         wait(healthy, 120, "the server")
-        wait(lambda: searches_warm(port), 600, "the server's indexes")
+        wait_until_searches_are_warm(port, 600)
         for prompt in asked[:warmup]:  # the model loads, the indexes are built, jieba warms
             run_hook(env, prompt_event(prompt))
         return timed(env, asked[warmup:], "server")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from tideline_core.search.bm25 import BM25Index
 from tideline_core.search.query import question_terms, word_groups
 from tideline_core.text.terms import analyze, stem
@@ -106,3 +108,23 @@ def test_segment_words_holds_the_tokens_segment_gives_grouped_by_the_word_they_c
     assert [token for word in words for token in word] == segment(text)
     assert ("中华", "华人", "人民", "共和", "共和国", "中华人民共和国") in words
     assert ("rex's",) in words
+
+
+def test_every_answer_holds_each_live_matching_row_once_best_first_ties_in_insertion_order() -> None:
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(40)]
+    index, texts = BM25Index(), {}
+    for doc in range(400):  # few words and short texts: many rows score alike
+        texts[doc] = rng.choices(words, k=rng.randint(1, 4))
+        index.add(doc, texts[doc])
+    for doc in rng.sample(range(400), 60):
+        index.remove(doc)
+        del texts[doc]
+    for _ in range(50):
+        asked = rng.sample(words, rng.randint(1, 4))
+        hits = index.score(asked)
+        assert [doc for doc, _ in hits] == sorted(
+            (doc for doc, held in texts.items() if set(held) & set(asked)),
+            key=lambda doc: (-dict(hits)[doc], doc),  # ids were added in order: insertion order is id order
+        )
+        assert index.score(asked, top_k=7) == hits[:7]
