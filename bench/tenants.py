@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
@@ -47,10 +47,14 @@ from tests.pgvector_server import drop_database, fresh_database
 from tideline_core.compose import build_embedder, compose
 from tideline_core.domain.inputs import PrefetchIn, SearchIn
 from tideline_core.embedding import LOCAL_MODEL
+from tideline_core.search import weights
+from tideline_core.search.hybrid import HybridSearch
 from tideline_core.service import NullJobQueue
 from tideline_core.service.maintenance import copy as copy_store
 from tideline_core.store import agent_indexes, pg_vectors
 from tideline_core.store.database import Database
+
+KEYWORD_REFERENCE = 1000  # keyword candidates per view of the deeper search the ranking is compared with
 
 
 def _mix(text_: str) -> list[tuple[int, int]]:
@@ -137,6 +141,24 @@ def latency(url: str, sample: list[str], rounds: int) -> dict[str, float]:
             if pg_before is not None and pg_after is not None:
                 out[f"{name}_pg_ms"] = (pg_after - pg_before) / rounds * 1000
         return out
+    finally:
+        service.close()
+
+
+def depth_agreement(url: str, sample: list[str], rounds: int, deeper: int, k: int = 10) -> float:
+    """The share of a hybrid search's top k that the same search finds with its keyword views `deeper` candidates
+    deep (`weights.KEYWORD_DEPTH` is what a search asks for): what the shallower candidate lists cost in ranking."""
+    service = compose(sandbox_settings(url), jobs=NullJobQueue())
+    try:
+        shallow = cast(HybridSearch, service.searcher)
+        deep = HybridSearch(shallow.embedder, shallow.source, shallow.store_rows, keyword_depth=deeper)
+        kept = 0
+        for i, q in enumerate(queries(rounds, 2)):
+            agent, asked = sample[i % len(sample)], SearchIn(query=q, limit=k)
+            got = {(h.kind, h.id) for h in shallow.search(agent, asked).hits}
+            want = {(h.kind, h.id) for h in deep.search(agent, asked).hits}
+            kept += len(got & want)
+        return kept / (rounds * k)
     finally:
         service.close()
 
@@ -267,6 +289,12 @@ def main() -> None:
             pg_ms = f"{lat['search_pg_ms']:.1f} ms" if "search_pg_ms" in lat else "n/a (not on this machine)"
             print(
                 f"  CPU a hybrid search costs: PostgreSQL {pg_ms}, the searching process {lat['search_own_ms']:.1f} ms"
+            )
+            agreement = depth_agreement(url, sample, args.queries, KEYWORD_REFERENCE)
+            print(
+                f"  hybrid top 10 kept against keyword views {KEYWORD_REFERENCE:,} deep "
+                f"(searches ask {weights.KEYWORD_DEPTH:,}): {agreement:.3f}",
+                flush=True,
             )
             for ef in (int(e) for e in args.ef_search.split(",")):
                 close, strict, ms = recall(url, sample, probes, ef)

@@ -41,12 +41,13 @@ from tideline_core.search.hits import SearchHit, SearchOutcome, hits_of, in_part
 from tideline_core.search.query import KEYWORDS_PER_LINE, LINE_DECAY, SELF_LINE_WEIGHT, named_speakers
 from tideline_core.search.salience import salient_words
 from tideline_core.search.signals import candidates, evidence_of, lifted_evidence, time_signal
-from tideline_core.search.sources import KEYWORD_DEPTH, StoreRows
+from tideline_core.search.sources import StoreRows
 from tideline_core.search.weights import (
     CONVERSATION_WEIGHTS,
     FLOORS,
     GAMMA,
     HIDDEN_MARGIN,
+    KEYWORD_DEPTH,
     KINDS,
     QUESTION_WEIGHTS,
     TIME_LINES,

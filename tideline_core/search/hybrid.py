@@ -64,6 +64,7 @@ from tideline_core.search.weights import (
     FLOORS,
     GAMMA,
     HIDDEN_MARGIN,
+    KEYWORD_DEPTH,
     KEYWORD_QUESTION_WEIGHTS,
     KINDS,
     QUESTION_WEIGHTS,
@@ -91,6 +92,7 @@ class HybridSearch:
     """The ranking over one candidate source (no worker involved); the query embedding is computed here.
 
     Built by `memory_source.searcher` (SQLite: in-memory indexes) or `pg_source.searcher` (PostgreSQL).
+    `keyword_depth`: candidates each keyword view hands over (`weights.KEYWORD_DEPTH`; a measurement may ask deeper).
     """
 
     def __init__(
@@ -101,8 +103,10 @@ class HybridSearch:
         *,
         query_timeout: float = 2.0,
         extracts: bool = False,
+        keyword_depth: int = KEYWORD_DEPTH,
     ) -> None:
         self.source = source
+        self.keyword_depth = keyword_depth
         self.store_rows = rows
         # Whether results include the dream's extracts: session digests and extractive memories, text taken
         # from conversation the search covers anyway (they took places from the turns they repeat).
@@ -168,7 +172,8 @@ class HybridSearch:
             terms, texts, weights = question_terms(params.query), [params.query], QUESTION_WEIGHTS
         kinds = KINDS[params.kinds]
         groups = word_groups([params.query, *(x.text for x in lines)])
-        q = Query(agent_id, kinds, params, lines, terms, groups, self.source.snapshot(agent_id, kinds, params))
+        snapshot = self.source.snapshot(agent_id, kinds, params)
+        q = Query(agent_id, kinds, params, lines, terms, groups, snapshot, self.keyword_depth)
         if not lines and kinds == ("context",) and params.mode != "keyword":
             # Among turns alone, who a question is about is the speaker signal's (or, when it names
             # everyone, tells nothing apart): the dense view gets the question without the names.

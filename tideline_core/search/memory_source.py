@@ -27,7 +27,7 @@ from tideline_core.search.signals import (
     speaker_signal,
     time_signal,
 )
-from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
+from tideline_core.search.sources import Query, Snapshot, StoreRows
 from tideline_core.search.vector_index import VectorIndex
 from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts
@@ -105,7 +105,7 @@ class MemorySource:
         agent_id, params, version = q.agent_id, q.params, q.snapshot.version
         found_any = False
         views = self.keywords.search_views(
-            agent_id, kind, q.terms, KEYWORD_DEPTH, params.since, params.until, version, q.groups
+            agent_id, kind, q.terms, q.depth, params.since, params.until, version, q.groups
         )
         for view, found in views.items():
             add_keyword_view(signals, kind, view, found)
@@ -116,7 +116,7 @@ class MemorySource:
         if not fts_terms:
             return
         with self.db.read() as conn:
-            hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
+            hits = fts.search(conn, kind, agent_id, fts_terms, q.depth, params.since, params.until)
         # FTS holds every row; only those the keyword index holds are searchable (it reads past the dream's
         # extracts when they are left out, and an empty index of memories must not let them in this way).
         held = self.keywords.times_of(agent_id, kind, [i for i, _ in hits], version)

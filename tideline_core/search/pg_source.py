@@ -49,7 +49,7 @@ from tideline_core.search.memory_source import MemorySource
 from tideline_core.search.pg_keywords import ViewAsk, ViewStats
 from tideline_core.search.query import PREFIX_WORDS, expand_prefixes, named_speakers
 from tideline_core.search.signals import Key, Signals, add_keyword_view, fallback_terms, speaker_signal, time_signal
-from tideline_core.search.sources import KEYWORD_DEPTH, Query, Snapshot, StoreRows
+from tideline_core.search.sources import Query, Snapshot, StoreRows
 from tideline_core.search.when import TimeWindow
 from tideline_core.store import fts, keywords, pg_terms, pg_vectors
 from tideline_core.store.database import Database
@@ -173,7 +173,7 @@ class PostgresSource:
             asked = {kind: {**terms, **crossing} if kind in crossed else terms for kind in q.kinds}
             asks = [
                 (
-                    ViewAsk(kind, view, asked[kind], KEYWORD_DEPTH, params.since, params.until, groups, self.extracts),
+                    ViewAsk(kind, view, asked[kind], q.depth, params.since, params.until, groups, self.extracts),
                     stats[(kind, view)],
                 )
                 for kind, view in views
@@ -198,7 +198,7 @@ class PostgresSource:
             fts_terms = fallback_terms(params, q.lines) if not found_any else []
             if fts_terms:
                 with self.db.read() as conn:
-                    hits = fts.search(conn, kind, agent_id, fts_terms, KEYWORD_DEPTH, params.since, params.until)
+                    hits = fts.search(conn, kind, agent_id, fts_terms, q.depth, params.since, params.until)
                 signals.setdefault("kw", {}).update({(kind, i): s for i, s in hits})
 
     def _bilingual(
@@ -221,7 +221,7 @@ class PostgresSource:
     ) -> None:
         """The candidates' times (when the query names a time) and speakers (when it names one), for them alone.
 
-        A keyword view hands over up to `KEYWORD_DEPTH` candidates: most queries name neither, and then
+        A keyword view hands over up to `q.depth` candidates: most queries name neither, and then
         nothing is read at all.
         """
         named = named_speakers([t for t in named_in if t], q.snapshot.speakers) if named_in is not None else set()

@@ -30,7 +30,6 @@ from tideline_core.store.turns import load_turns
 if TYPE_CHECKING:
     from tideline_core.numeric import np
 
-KEYWORD_DEPTH = 1000  # candidates a keyword view hands over, per kind
 SCRIPTS_KEPT = 200_000  # rows whose script a process remembers
 
 
@@ -48,7 +47,8 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Query:
-    """One search as the candidate sources see it: whose rows of which kinds, for what, in which words."""
+    """One search as the candidate sources see it: whose rows of which kinds, for what, in which words, and how
+    many candidates each keyword view hands over (`depth`)."""
 
     agent_id: str
     kinds: Sequence[str]
@@ -57,6 +57,7 @@ class Query:
     terms: dict[str, float]
     groups: Mapping[str, str]
     snapshot: Snapshot
+    depth: int
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ FLAT = {"dense": 0.005, "ctx": 0.005}
 # bench/fusion_fit.py tried held on the evaluation set it was not chosen on (docs/retrieval.md).
 TRUST: dict[str, float] = {}
 DENSE_DEPTH = 100  # dense candidates per view: min-max over a deeper list flattens the top
+# Keyword candidates per view: past it a row's share of the view's best score adds little, and every
+# candidate costs the database and the fusion their time (docs/retrieval.md, keyword depth).
+KEYWORD_DEPTH = 500
 GAMMA = 0.2  # neighbour spreading
 HIDDEN_MARGIN = 10  # rows ranked past the limit, standing in for superseded narratives dropped on loading
 TIME_LINES = 2  # the latest dialogue lines whose dates count

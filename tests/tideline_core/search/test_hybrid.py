@@ -394,3 +394,16 @@ def test_an_amended_memory_waits_for_a_new_vector_that_reads_its_note_and_is_the
     assert embedder.seen[-1].startswith("Swimming on Thursday evening\nThe coach moves it to Friday")
     assert (before[0].similarity or 0.0) == 0.0
     assert after[0].id == swim and (after[0].similarity or 0.0) > 0.5
+
+
+def test_a_keyword_view_hands_over_no_more_candidates_than_the_searchers_keyword_depth(db: Database) -> None:
+    with db.write() as conn:
+        for i in range(6):
+            insert_narrative(
+                conn, "alice", parse(NarrativeIn, {"gesture": f"{'garden ' * (i + 1)}plot {i}", "occurred_at": START})
+            )
+    svc = service(db, WordsEmbedder())
+    every = search(svc, query="garden", mode="keyword", limit=10)
+    assert len(every) == 6
+    svc.keyword_depth = 3
+    assert [h.id for h in search(svc, query="garden", mode="keyword", limit=10)] == [h.id for h in every[:3]]

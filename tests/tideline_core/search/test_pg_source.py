@@ -305,3 +305,12 @@ def test_a_search_indexes_a_bounded_share_of_rows_stored_unindexed_and_the_embed
     assert unindexed(pg) == 0
     found = service.search("alice", parse(SearchIn, {"query": "tomatoes", "mode": "keyword", "limit": 10}))
     assert len(found.hits) == 10
+
+
+def test_a_keyword_view_hands_over_no_more_candidates_than_the_searchers_keyword_depth(pg: Database) -> None:
+    write_memories(pg, "alice", [f"{'garden ' * (i + 1)}plot {i}" for i in range(6)])
+    searcher = pg_source.searcher(pg, WordsEmbedder())
+    every = ask(searcher, "alice", "garden", mode="keyword", limit=10)
+    assert len(every) == 6
+    searcher.keyword_depth = 3
+    assert ask(searcher, "alice", "garden", mode="keyword", limit=10) == every[:3]
