@@ -128,7 +128,9 @@ class ColdSearch:
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
         # A few more than asked: superseded narratives (and extracts, when left out) are dropped on loading.
-        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
+        ranked = [
+            (cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN, first=evidence)
+        ]
         return SearchOutcome(
             query=params.query,
             hits=self._hits(agent_id, ranked, parts, evidence)[: params.limit],

@@ -38,7 +38,7 @@ Each hit carries its per-signal contributions (what was added to its fused score
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,8 +210,11 @@ def spread_to_neighbours(
     return out
 
 
-def rank(scores: Mapping[Hashable, float], top_k: int | None = None) -> list[tuple[Hashable, float]]:
-    """Scores → (doc_id, score) best first, ties by doc id."""
+def rank(
+    scores: Mapping[Hashable, float], top_k: int | None = None, *, first: Collection[Hashable] = ()
+) -> list[tuple[Hashable, float]]:
+    """Scores → (doc_id, score) best first; among equal scores the docs in `first` (a search's rows with evidence of
+    their own) before the others, then by doc id."""
     items = list(scores.items())
     if top_k is not None and 0 <= top_k < len(items):
         if top_k == 0:
@@ -219,5 +222,5 @@ def rank(scores: Mapping[Hashable, float], top_k: int | None = None) -> list[tup
         # Only documents scoring at least the k-th best can be in the top k: sort those alone.
         kth = heapq.nlargest(top_k, (s for _, s in items))[-1]
         items = [(d, s) for d, s in items if s >= kth]
-    ranked = sorted(items, key=lambda kv: (-kv[1], sort_key(kv[0])))
+    ranked = sorted(items, key=lambda kv: (-kv[1], kv[0] not in first, sort_key(kv[0])))
     return ranked if top_k is None else ranked[: max(top_k, 0)]

@@ -224,7 +224,9 @@ class HybridSearch:
         if exclude:
             scores = {key: value for key, value in scores.items() if key not in exclude}
         # A few more than asked: superseded narratives (and digests, when left out) are dropped on loading.
-        ranked = [(cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN)]
+        ranked = [
+            (cast(Key, key), score) for key, score in rank(scores, top_k=params.limit + HIDDEN_MARGIN, first=evidence)
+        ]
         ordered_terms = tuple(sorted(terms, key=lambda t: (-terms[t], t)))
         return SearchOutcome(
             query=params.query,

@@ -219,3 +219,10 @@ def test_interleaving_stops_at_the_limit_and_takes_each_id_once() -> None:
     assert interleave([["a", "b"], ["a", "b"]], limit=3) == ["a", "b"]
     assert interleave([["a", "b", "c"], ["x", "y"]], limit=3) == ["a", "x", "b"]
     assert interleave([], limit=3) == []
+
+
+def test_among_equal_scores_the_rows_with_evidence_of_their_own_come_first_and_no_score_is_overruled() -> None:
+    scores = {1: 1.5, 2: 1.5, 3: 2.0, 4: 0.5}
+    assert [d for d, _ in rank(scores)] == [3, 1, 2, 4]
+    assert [d for d, _ in rank(scores, first={2, 4})] == [3, 2, 1, 4]
+    assert [d for d, _ in rank(scores, top_k=2, first={2, 4})] == [3, 2]

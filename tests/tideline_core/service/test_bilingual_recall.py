@@ -67,3 +67,17 @@ def test_the_per_turn_block_holds_a_cross_language_memory_for_the_evidence_it_ha
     block = e5_service.prefetch("family", PrefetchIn(query="what is my father allergic to?"))
     assert [item.text.split("] ", 1)[1] for item in block.items] == ["爸爸对花生过敏"]
     assert "dense" in block.items[0].reason
+
+
+def test_two_memories_rank_the_same_whichever_was_written_first(e5_service: Service) -> None:
+    # With two rows min-max gives each view's better row a full score: the swimming memory's keyword match (Thursday
+    # crossing to 周四) and the standup's dense lead tie exactly. The row with evidence of its own goes first.
+    swimming, standup = "每周四晚上去游泳，教练是小林", "Decided to move the team standup to 10am on Tuesdays"
+    for agent, order in (("pair-swim-first", (swimming, standup)), ("pair-standup-first", (standup, swimming))):
+        for memory in order:
+            e5_service.write_narrative(agent, NarrativeIn(gesture=memory))
+    while e5_service.embed_pending(None, batch_size=32, max_batches=1).embedded:
+        pass
+    for agent in ("pair-swim-first", "pair-standup-first"):
+        hits = e5_service.search(agent, SearchIn(query="what do I do on Thursday night?", limit=2)).hits
+        assert [hit.text for hit in hits] == [swimming, standup], agent
