@@ -3,6 +3,7 @@
     .venv/bin/python bench/fusion_fit.py --locomo ../shared/eval/locomo/locomo_dev.json \\
         --madial ../shared/eval/madial-zh --memdaily MEMSIM_CHECKOUT --cache-dir DIR [--grid 0,0.5,1,2] \\
         [--relative | --typical | --dense-floor]
+    .venv/bin/python bench/fusion_fit.py --memdaily MEMSIM_CHECKOUT --cache-dir DIR --by-type
 
 Each set is loaded once through the service's write path (as `tideline eval` loads it) and every
 question asked through the same search, once per candidate setting of `hybrid.TRUST` (an exponent
@@ -88,6 +89,29 @@ def memdaily_set(path: Path, cache: Path) -> Ask:
     pools = [memdaily.load(p) for p in memdaily.files(path)]
     key_of = runner.load_memdaily(service, pools)
     return lambda mode: runner.ask_memdaily(service, pools, key_of, [mode], KS)[mode]
+
+
+def memdaily_by_type(path: Path, cache: Path) -> None:
+    """Hybrid turn R@5 / R@10 of MemDaily's tuning files by question type, with how often the asker's own
+    trajectory is among the top five (session R@5) and the best R@5 any ranking could reach (five places)."""
+    service = service_for(cache)
+    pools = [memdaily.load(p) for p in memdaily.files(path)]
+    key_of = runner.load_memdaily(service, pools)
+    result = runner.ask_memdaily(service, pools, key_of, ["hybrid"], KS)["hybrid"]
+    asked = [(pool.name.split("_", 1)[1].rsplit("_", 1)[0], q) for pool in pools for q in pool.questions]
+    rows: dict[str, list[tuple[float, float, float, float]]] = {}
+    for (kind, question), score in zip(asked, result.scores, strict=True):
+        cited = len(set(question.evidence))
+        rows.setdefault(kind, []).append(
+            (score.recall[5], score.recall[10], score.session_recall[5], min(5, cited) / cited)
+        )
+    rows["every question"] = [row for kind_rows in list(rows.values()) for row in kind_rows]
+    print(f"{'MemDaily, hybrid':<18}{'questions':>10}{'R@5':>8}{'R@10':>8}{'session R@5':>13}{'best R@5':>10}")
+    for kind, found in rows.items():
+        means = [statistics.fmean(row[i] for row in found) for i in range(4)]
+        print(
+            f"{kind:<18}{len(found):>10}" + "".join(f"{m:>{w}.3f}" for m, w in zip(means, (8, 8, 13, 10), strict=True))
+        )
 
 
 _COMBINE = hybrid.combine
@@ -218,7 +242,15 @@ def main() -> int:
         "--dense-floor", action="store_true", help="today's fusion against dense views counted from their floor"
     )
     parser.add_argument("--grid", default="0,0.5,1,2", help="exponents tried for each of the two view groups")
+    parser.add_argument(
+        "--by-type", action="store_true", help="only MemDaily's hybrid recall by question type (needs --memdaily)"
+    )
     args = parser.parse_args()
+    if args.by_type:
+        if args.memdaily is None:
+            parser.error("--by-type needs --memdaily")
+        memdaily_by_type(args.memdaily, args.cache_dir / "memdaily.sqlite")
+        return 0
     grid = [float(x) for x in args.grid.split(",")]
     if args.relative:
         hybrid.combine = relative_combine  # type: ignore[assignment]
