@@ -93,7 +93,8 @@ def memdaily_set(path: Path, cache: Path) -> Ask:
 
 def memdaily_by_type(path: Path, cache: Path) -> None:
     """Hybrid turn R@5 / R@10 of MemDaily's tuning files by question type, with how often the asker's own
-    trajectory is among the top five (session R@5) and the best R@5 any ranking could reach (five places)."""
+    trajectory is among the first five trajectories the ranking reaches (session R@5) and the best R@5 any
+    ranking could reach (five places)."""
     service = service_for(cache)
     pools = [memdaily.load(p) for p in memdaily.files(path)]
     key_of = runner.load_memdaily(service, pools)
