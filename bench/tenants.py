@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -234,6 +235,7 @@ def sqlite_latency(admin: str, size: int, embedder: Any, rounds: int) -> dict[st
         return latency(target, ["solo"], rounds)
     finally:
         drop_database(admin, url)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main() -> None:
