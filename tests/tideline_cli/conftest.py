@@ -1,8 +1,13 @@
-"""The CLI's environment for tests that run `tideline` as a subprocess beside the in-process worker."""
+"""The CLI's environment for tests that run `tideline` as a subprocess beside the in-process worker, and a home
+short enough for the stack's Unix sockets."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +28,11 @@ def env(settings: Settings) -> dict[str, str]:
         }
     )
     return values
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """A fresh data dir under the temp dir's root: Unix socket paths must stay short (about 107 bytes)."""
+    home = Path(tempfile.mkdtemp(prefix="tlup-"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)

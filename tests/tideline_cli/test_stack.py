@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tideline_cli import stack
 from tideline_core.settings import Settings
-
-
-@pytest.fixture
-def short_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="tlstack-"))  # Unix socket paths must stay short
-    yield home
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def test_stopping_the_embedded_redis_leaves_no_folder_of_its_own_behind(short_home: Path) -> None:

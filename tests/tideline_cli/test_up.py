@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -53,13 +50,6 @@ def alive(pid: int) -> bool:
 
 def niceness(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
-
-
-@pytest.fixture
-def short_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="tlup-"))  # Unix socket paths must stay short
-    yield home
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def test_up_starts_every_part_and_ctrl_c_stops_them_all_without_orphans(short_home: Path) -> None:
