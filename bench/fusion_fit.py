@@ -99,23 +99,62 @@ def memdaily_set(path: Path, cache: Path) -> Ask:
 def memdaily_by_type(path: Path, cache: Path) -> None:
     """Hybrid turn R@5 / R@10 of MemDaily's tuning files by question type, with how often the asker's own
     trajectory is among the first five trajectories the ranking reaches (session R@5) and the best R@5 any
-    ranking could reach (five places)."""
+    ranking could reach: with five places (`best R@5`), and seeing only the question's text (`text only`:
+    questions of one file asked in the same words share one ranking, `text_only_best`). The last rows are
+    the issue's every-question measure, the roles, items and places files, split by whether a question names
+    something only its asker's trajectory holds (`memdaily.Question.unambiguous`)."""
     service, pools, key_of = memdaily_loaded(path, cache)
     result = runner.ask_memdaily(service, pools, key_of, ["hybrid"], KS)["hybrid"]
-    asked = [(pool.name.split("_", 1)[1].rsplit("_", 1)[0], q) for pool in pools for q in pool.questions]
-    rows: dict[str, list[tuple[float, float, float, float]]] = {}
-    for (kind, question), score in zip(asked, result.scores, strict=True):
+    ceiling = {(pool.name, q.key): best for pool in pools for q, best in text_only_best(pool.questions).items()}
+    by_type: dict[str, list[tuple[float, ...]]] = {}
+    by_file: dict[str, list[tuple[float, ...]]] = {}
+    by_naming: dict[str, list[tuple[float, ...]]] = {}
+    asked = [(pool, q) for pool in pools for q in pool.questions]
+    for (pool, question), score in zip(asked, result.scores, strict=True):
         cited = len(set(question.evidence))
-        rows.setdefault(kind, []).append(
-            (score.recall[5], score.recall[10], score.session_recall[5], min(5, cited) / cited)
-        )
-    rows["every question"] = [row for kind_rows in list(rows.values()) for row in kind_rows]
-    print(f"{'MemDaily, hybrid':<18}{'questions':>10}{'R@5':>8}{'R@10':>8}{'session R@5':>13}{'best R@5':>10}")
-    for kind, found in rows.items():
-        means = [statistics.fmean(row[i] for row in found) for i in range(4)]
-        print(
-            f"{kind:<18}{len(found):>10}" + "".join(f"{m:>{w}.3f}" for m, w in zip(means, (8, 8, 13, 10), strict=True))
-        )
+        best = ceiling[(pool.name, question.key)]
+        row = (score.recall[5], score.recall[10], score.session_recall[5], min(5, cited) / cited, best)
+        by_type.setdefault(pool.name.split("_", 1)[1].rsplit("_", 1)[0], []).append(row)
+        if pool.kind in memdaily.UNFILTERED_KINDS:
+            by_file.setdefault(f"{pool.kind} files", []).append(row)
+            naming = "  names its own" if question.unambiguous else "  names nothing of its own"
+            by_naming.setdefault(naming, []).append(row)
+    tables = {
+        **by_type,
+        "every question": [row for found in by_type.values() for row in found],
+        **by_file,
+        "roles/items/places": [row for found in by_file.values() for row in found],
+        **by_naming,
+    }
+    print(
+        f"{'MemDaily, hybrid':<26}{'questions':>10}{'R@5':>8}{'R@10':>8}{'session R@5':>13}{'best R@5':>10}"
+        f"{'text only':>11}"
+    )
+    for kind, found in tables.items():
+        means = [statistics.fmean(row[i] for row in found) for i in range(5)]
+        widths = (8, 8, 13, 10, 11)
+        print(f"{kind:<26}{len(found):>10}" + "".join(f"{m:>{w}.3f}" for m, w in zip(means, widths, strict=True)))
+
+
+def text_only_best(questions: Sequence[memdaily.Question], places: int = 5) -> dict[memdaily.Question, float]:
+    """The best turn R@`places` of each question for a ranking that sees only the question's text: questions of one
+    store asked in the same words get the same ranking, so their best is the one set of `places` turns that
+    maximises their summed recall (each turn worth the share of each such question's evidence it is)."""
+    alike: dict[str, list[memdaily.Question]] = {}
+    for q in questions:
+        alike.setdefault(q.text.strip(), []).append(q)
+    best: dict[memdaily.Question, float] = {}
+    for group in alike.values():
+        worth: dict[str, float] = {}
+        for q in group:
+            cited = set(q.evidence)
+            for turn in cited:
+                worth[turn] = worth.get(turn, 0.0) + 1 / len(cited)
+        chosen = set(sorted(worth, key=lambda turn: -worth[turn])[:places])
+        for q in group:
+            cited = set(q.evidence)
+            best[q] = len(cited & chosen) / len(cited)
+    return best
 
 
 _COMBINE = hybrid.combine
