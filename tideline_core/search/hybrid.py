@@ -159,7 +159,8 @@ class HybridSearch:
         parts = [] if params.conversation else question_parts(params.query)
         if parts and params.mode != "keyword":
             self._query_vector([params.query, *parts])  # one model pass; each ranking finds its vector remembered
-        return in_parts(params, lambda asked: self._rank(agent_id, asked, exclude))
+        with self.source.reading():
+            return in_parts(params, lambda asked: self._rank(agent_id, asked, exclude))
 
     def _rank(self, agent_id: str, params: SearchIn, exclude: Collection[Key]) -> SearchOutcome:
         """One ranking of the agent's rows for `params` (`search`)."""

@@ -9,6 +9,7 @@ BM25 cannot: a single CJK character, part of an identifier.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 from tideline_core.domain.inputs import SearchIn
@@ -86,6 +87,10 @@ class MemorySource:
 
     def overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
         return sum(self.index.rows(agent_id, kind) for kind in kinds) >= OVERLAP_ROWS
+
+    def reading(self) -> AbstractContextManager[None]:
+        # SQLite's read transaction would not see the writes a search waits for (`snapshot`): a read each.
+        return nullcontext()
 
     def nearest(
         self, q: Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int

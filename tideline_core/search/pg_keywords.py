@@ -183,7 +183,7 @@ def search_views(
             params.update(built[1])
     found: list[list[tuple[int, float]]] = [[] for _ in asks]
     if parts:
-        for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+        for r in conn.execute(text(" UNION ALL ".join(parts)), params).all():
             found[int(r.ask)].append((int(r.id), float(r.score)))
     return [sorted(hits, key=lambda hit: (-hit[1], hit[0])) for hits in found]
 
@@ -310,7 +310,7 @@ def terms_of(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]
     found = conn.execute(
         text("SELECT id, tsvector_to_array(fts_kw) AS terms FROM context_turns WHERE id = ANY(:ids)"),
         {"ids": list(ids)},
-    )
+    ).all()
     return {int(r.id): tuple(r.terms or ()) for r in found}
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar, cast
@@ -102,6 +103,11 @@ class PostgresSource:
     def overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
         # The model pass and the index walks wait on other processes: the keyword queries run meanwhile.
         return True
+
+    def reading(self) -> AbstractContextManager[None]:
+        """The searching thread's reads on one connection (`Database.one_read`); the lookups run side by side
+        (on other threads) take one each."""
+        return self.db.one_read()
 
     def walk(self, q: Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
         """The HNSW walk of one dense view: its `depth` nearest rows of `kind` to `vector`, as (id, cosine)."""
@@ -381,7 +387,7 @@ def _times_and_speakers(
     spoken: dict[int, str] = {}
     if not parts:
         return times, spoken
-    for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+    for r in conn.execute(text(" UNION ALL ".join(parts)), params).all():
         if timed:
             times[(r.kind, int(r.id))] = r.at
         if r.kind == "context" and r.speaker in named:
@@ -404,5 +410,5 @@ def _adjacent(conn: Connection, agent_id: str, ids: Sequence[int]) -> dict[int, 
             """
         ),
         {"agent": agent_id, "ids": list(ids)},
-    )
+    ).all()
     return {int(r.id): tuple(int(j) for j in (r.prev, r.next) if j is not None) for r in found}

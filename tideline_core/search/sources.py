@@ -10,6 +10,7 @@ through them and `StoreRows` (the ranked rows' text, the same on either backend)
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -82,6 +83,10 @@ class CandidateSource(Protocol):
 
     def overlaps(self, agent_id: str, kinds: Sequence[str]) -> bool:
         """Whether the dense half is worth a thread of its own beside the keyword half."""
+        ...
+
+    def reading(self) -> AbstractContextManager[None]:
+        """What a search's reads on the searching thread share while it lasts (one connection, or nothing)."""
         ...
 
     def nearest(
@@ -177,6 +182,6 @@ def read_scripts(conn: Connection, agent_id: str, keys: Collection[Key]) -> dict
             )
             if n < len(found)
         ]
-        for kind, row_id, text in conn.execute(union_all(*parts)):
+        for kind, row_id, text in conn.execute(union_all(*parts)).all():
             out[(str(kind), int(row_id))] = row_script(text)
     return out

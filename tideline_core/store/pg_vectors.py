@@ -231,7 +231,7 @@ def nearest_views(
         ),
         {"ef": str(min(max(int(ef_search), k), 1000)), "tuples": str(MAX_SCAN_TUPLES)},
     )
-    for r in conn.execute(text(" UNION ALL ".join(parts)), params):
+    for r in conn.execute(text(" UNION ALL ".join(parts)), params).all():
         found[int(r.walk)].append((int(r.id), float(r.cosine)))
     # relaxed_order may hand rows back slightly out of order: the ranking is by cosine.
     return [sorted(hits, key=lambda hit: (-hit[1], hit[0])) for hits in found]
