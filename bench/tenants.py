@@ -17,8 +17,9 @@ from the real e5 vectors of their words. The indexes are then those of `--layout
 For `--sample` agents of each size class, asked in turn: hybrid search (limit 10) and per-turn block
 (`Service.prefetch`, a new session each call) p50 / p95 over `--queries` new query sentences with
 their real e5 pass; CPU per hybrid search in PostgreSQL (its local processes, from /proc) and in the
-searching process; recall@10 of the narratives' dense lookup against an exact scan of that agent's
-rows for e5 question vectors (ann-benchmarks' count and strict ids); the plan of that lookup. Then
+searching process; the statements and pool connections a search takes; recall@10 of the narratives'
+dense lookup against an exact scan of that agent's rows for e5 question vectors (ann-benchmarks'
+count and strict ids); the plan of that lookup. Then
 `--sqlite`: an agent of each of those sizes alone in a SQLite store (copied from PostgreSQL by
 `tideline db copy`), hybrid and per-turn p50 / p95, its in-memory indexes warm.
 """
@@ -142,6 +143,33 @@ def latency(url: str, sample: list[str], rounds: int) -> dict[str, float]:
             if pg_before is not None and pg_after is not None:
                 out[f"{name}_pg_ms"] = (pg_after - pg_before) / rounds * 1000
         return out
+    finally:
+        service.close()
+
+
+def round_trips(url: str, sample: list[str], rounds: int) -> tuple[float, float]:
+    """Statements and pool connections a hybrid search takes, mean over `rounds` new queries (each connection also
+    costs a round trip for its ping, its BEGIN and its COMMIT). Counted apart from `latency`, whose figures the
+    counting would slow."""
+    service = compose(sandbox_settings(url), jobs=NullJobQueue())
+    counts = [0, 0]
+
+    def statement(*_: Any) -> None:
+        counts[0] += 1
+
+    def connection(*_: Any) -> None:
+        counts[1] += 1
+
+    try:
+        searcher = service.searcher
+        engine = cast(Any, searcher).source.db.engine
+        for agent in sample:
+            searcher.search(agent, SearchIn(query=queries(1, 1)[0]))
+        event.listen(engine, "before_cursor_execute", statement)
+        event.listen(engine.pool, "checkout", connection)
+        for i, q in enumerate(queries(rounds, 5)):
+            searcher.search(sample[i % len(sample)], SearchIn(query=q, limit=10))
+        return counts[0] / rounds, counts[1] / rounds
     finally:
         service.close()
 
@@ -291,6 +319,11 @@ def main() -> None:
             pg_ms = f"{lat['search_pg_ms']:.1f} ms" if "search_pg_ms" in lat else "n/a (not on this machine)"
             print(
                 f"  CPU a hybrid search costs: PostgreSQL {pg_ms}, the searching process {lat['search_own_ms']:.1f} ms"
+            )
+            statements, connections = round_trips(url, sample, args.queries)
+            print(
+                f"  statements / pool connections a hybrid search takes: {statements:.1f} / {connections:.1f} "
+                f"(each connection also a ping, a BEGIN and a COMMIT)"
             )
             agreement = depth_agreement(url, sample, args.queries, KEYWORD_REFERENCE)
             print(
