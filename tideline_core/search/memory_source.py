@@ -89,7 +89,8 @@ class MemorySource:
         return sum(self.index.rows(agent_id, kind) for kind in kinds) >= OVERLAP_ROWS
 
     def reading(self) -> AbstractContextManager[None]:
-        # SQLite's read transaction would not see the writes a search waits for (`snapshot`): a read each.
+        # A read of SQLite costs no round trip: nothing to share (and a held read transaction would not see what
+        # another connection commits meanwhile).
         return nullcontext()
 
     def nearest(

@@ -20,7 +20,8 @@ connection of its own (`side_by_side`): their statements run in PostgreSQL while
 a search takes about its slowest lookup rather than their sum, as far as the cores allow. Over a small
 one (`SMALL_STORE`) each lookup costs less than its round trip: the keyword views are one statement,
 the walks another, and each other read of a search (the snapshot, the candidates' times and speakers,
-the join's sessions) one statement too.
+the join's sessions) one statement too. The searching thread's reads share one connection and
+transaction (`Database.one_read`): one pool checkout, with its ping, BEGIN and COMMIT, for them all.
 
 A server process therefore holds no per-agent index and starts in the same time at any size; the
 query vectors of recent query texts are still remembered (`HybridSearch._query_vector`), and the
