@@ -15,13 +15,15 @@ at query time:
 - ``join``: `joins.session_joins` over the anchors' terms and their sessions' turns, read for them;
 - ``neighbour``: the adjacent turns of the candidates that can still reach the top, read for them.
 
-Over a larger store the keyword views and the HNSW walks of one search run side by side, each on a
-connection of its own (`side_by_side`): their statements run in PostgreSQL while the threads wait, so
-a search takes about its slowest lookup rather than their sum, as far as the cores allow. Over a small
-one (`SMALL_STORE`) each lookup costs less than its round trip: the keyword views are one statement,
-the walks another, and each other read of a search (the snapshot, the candidates' times and speakers,
-the join's sessions) one statement too. The searching thread's reads share one connection and
-transaction (`Database.one_read`): one pool checkout, with its ping, BEGIN and COMMIT, for them all.
+The keyword views and the HNSW walks of a larger view run side by side, each on a connection of its
+own (`side_by_side`): their statements run in PostgreSQL while the threads wait, so a search takes
+about its slowest lookup rather than their sum, as far as the cores allow. A lookup of a small view
+(`SMALL_VIEW`) costs less than its round trip: the small views' keyword scoring is one statement on
+the searching thread, their walks one on the dense half's, and each other read of a search (the
+snapshot, the candidates' times and speakers, the join's sessions) one statement too. The searching
+thread's reads share one connection and transaction (`Database.one_read`): one pool checkout, with
+its ping, BEGIN and COMMIT, for them all; a keyword view scored beside it is one statement outside
+any transaction (`Database.lookup`).
 
 A server process therefore holds no per-agent index and starts in the same time at any size; the
 query vectors of recent query texts are still remembered (`HybridSearch._query_vector`), and the
@@ -31,6 +33,8 @@ no HNSW copy: those are searched by an in-memory index (`memory_source`).
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -61,9 +65,10 @@ from tideline_core.text.tokens import is_prefix
 
 KEYWORD_VIEWS = {"narrative": ("kw",), "context": ("kw", "kw_ctx")}
 SCRIPTS_KEPT = 1024  # agents whose store's scripts are remembered (then forgotten all at once)
-# A store whose largest kind searched has at most this many rows asks its HNSW walks in one statement (its
-# keyword views are then scored exactly, also in one statement: `pg_keywords.EXACT_ROWS`).
-SMALL_STORE = pg_keywords.EXACT_ROWS
+# A view of at most this many rows is looked up together with the search's other small views (its keyword
+# scoring is then exact: `pg_keywords.EXACT_ROWS`).
+SMALL_VIEW = pg_keywords.EXACT_ROWS
+LOOKUP_THREADS = 16  # lookups run beside their searches' own threads at once, at most (more wait their turn)
 CATCH_UP_ROWS = 500  # rows stored unindexed (by an earlier version) a search indexes before it answers, at most
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -110,56 +115,43 @@ class PostgresSource:
         (on other threads) take one each."""
         return self.db.one_read()
 
-    def walk(self, q: Query, kind: str, view: str, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        """The HNSW walk of one dense view: its `depth` nearest rows of `kind` to `vector`, as (id, cosine)."""
-        if len(vector) != pg_vectors.DIM:  # no HNSW copy of this size: the in-memory index
-            return self.others.walk(q, kind, view, vector, depth)
-        model, since, until = self.model, q.params.since, q.params.until
-        with self.db.read() as conn:
-            return pg_vectors.nearest(
-                conn,
-                q.agent_id,
-                kind,
-                view,
-                model,
-                vector,
-                depth,
-                since,
-                until,
-                extracts=self.extracts,
-                ef_search=self.ef_search,
-            )
-
     def nearest(
         self, q: Query, walks: Sequence[tuple[str, str]], vector: np.ndarray, depth: int
     ) -> list[list[tuple[int, float]]]:
-        """The HNSW walks: over a small store in one statement, else side by side, each on a connection of its own."""
-        rows = q.snapshot.rows
-        if len(vector) != pg_vectors.DIM or rows is None or rows > SMALL_STORE:
-            return side_by_side(lambda walk: self.walk(q, walk[0], walk[1], vector, depth), walks)
-        # A walk over a small store costs less than a round trip and a connection: all of them at once.
-        with self.db.read() as conn:
-            return pg_vectors.nearest_views(
-                conn,
-                q.agent_id,
-                walks,
-                self.model,
-                vector,
-                depth,
-                q.params.since,
-                q.params.until,
-                extracts=self.extracts,
-                ef_search=self.ef_search,
-            )
+        """The HNSW walks: those over small views in one statement, each larger one on a connection of its own
+        beside it."""
+        if len(vector) != pg_vectors.DIM:  # no HNSW copy of this size: the in-memory index
+            return self.others.nearest(q, walks, vector, depth)
+        rows = q.snapshot.rows or {}
+
+        def look(lookup: Sequence[tuple[str, str]]) -> list[list[tuple[int, float]]]:
+            with self.db.read() as conn:
+                return pg_vectors.nearest_views(
+                    conn,
+                    q.agent_id,
+                    lookup,
+                    self.model,
+                    vector,
+                    depth,
+                    q.params.since,
+                    q.params.until,
+                    extracts=self.extracts,
+                    ef_search=self.ef_search,
+                )
+
+        # A walk over a small view costs less than a round trip and a connection.
+        lookups = lookup_groups(walks, lambda walk: rows.get(walk[0], SMALL_VIEW + 1) <= SMALL_VIEW)
+        walked = [found for lookup_found in side_by_side(look, lookups) for found in lookup_found]
+        found_by = dict(zip([walk for lookup in lookups for walk in lookup], walked, strict=True))
+        return [found_by[walk] for walk in walks]
 
     def keyword_candidates(self, q: Query, signals: Signals) -> None:
-        """Every keyword view scored at once: views small enough to be scored exactly in one statement on the
-        connection that read their statistics, larger ones each on a connection of its own (the server's cores
-        share the work)."""
+        """Every keyword view scored at once: the views small enough to be scored exactly in one statement on the
+        connection that read their statistics, each larger one on a connection of its own beside it (the server's
+        cores share the work)."""
         agent_id, params = q.agent_id, q.params
         views = [(kind, view) for kind in q.kinds for view in KEYWORD_VIEWS[kind]]
         terms, groups = q.terms, q.groups
-        small: list[list[tuple[int, float]]] | None = None
         with self.db.read() as conn:
             if any(is_prefix(term) for term in terms):
                 terms, begun = expand_prefixes(
@@ -186,16 +178,16 @@ class PostgresSource:
                 for kind, view in views
                 if (kind, view) in stats
             ]
-            if all(read.rows <= pg_keywords.EXACT_ROWS for _, read in asks):
-                # A round trip and a connection cost more than scoring a small view: all of them at once, here.
-                small = pg_keywords.search_views(conn, agent_id, asks)
 
-        def score(ask: tuple[ViewAsk, ViewStats]) -> list[tuple[int, float]]:
-            with self.db.read() as conn:
-                return pg_keywords.search_views(conn, agent_id, [ask])[0]
+        def score(group: Sequence[tuple[ViewAsk, ViewStats]]) -> list[list[tuple[int, float]]]:
+            with self.db.lookup() as conn:
+                return pg_keywords.search_views(conn, agent_id, group)
 
-        scored = small if small is not None else side_by_side(score, asks)
-        results = {(ask.kind, ask.view): hits for (ask, _), hits in zip(asks, scored, strict=True)}
+        # A round trip and a connection cost more than scoring a small view.
+        lookups = lookup_groups(asks, lambda ask: ask[1].rows <= SMALL_VIEW)
+        scored = [hits for found in side_by_side(score, lookups) for hits in found]
+        asked_in_turn = [ask for lookup in lookups for ask, _ in lookup]
+        results = {(ask.kind, ask.view): hits for ask, hits in zip(asked_in_turn, scored, strict=True)}
         for kind in q.kinds:
             found_any = False
             for view in KEYWORD_VIEWS[kind]:
@@ -267,18 +259,40 @@ def searcher(
     return HybridSearch(embedder, source, StoreRows(db), query_timeout=query_timeout, extracts=extracts)
 
 
+def lookup_groups(items: Sequence[_Item], small: Callable[[_Item], bool]) -> list[list[_Item]]:
+    """The lookups of one search as `side_by_side` runs them: every small one together, first (one statement on
+    the calling thread's connection), then each other one alone, in their order."""
+    together = [item for item in items if small(item)]
+    return ([together] if together else []) + [[item] for item in items if not small(item)]
+
+
 def side_by_side(call: Callable[[_Item], _Result], items: Sequence[_Item]) -> list[_Result]:
-    """`call` of each item, in their order: all but the first on threads of their own, the first on this one.
+    """`call` of each item, in their order: all but the first on the process's lookup threads, the first on this one.
 
     Each call here is a statement PostgreSQL runs while the thread waits: a search's several index
     lookups then take about as long as its slowest one instead of their sum, as the cores allow.
     """
     if len(items) < 2:
         return [call(item) for item in items]
-    with ThreadPoolExecutor(max_workers=len(items) - 1, thread_name_prefix="tideline-pg") as pool:
-        later = [pool.submit(call, item) for item in items[1:]]
-        first = call(items[0])
-        return [first, *(future.result() for future in later)]
+    pool = _lookup_threads()
+    later = [pool.submit(call, item) for item in items[1:]]
+    first = call(items[0])
+    return [first, *(future.result() for future in later)]
+
+
+_threads: tuple[int, ThreadPoolExecutor] | None = None
+_threads_lock = threading.Lock()
+
+
+def _lookup_threads() -> ThreadPoolExecutor:
+    """The threads `side_by_side` hands lookups to, started with the process's first search and kept (starting
+    threads for each search costs more than some lookups); a forked child starts its own, its parent's are not
+    there."""
+    global _threads
+    with _threads_lock:
+        if _threads is None or _threads[0] != os.getpid():
+            _threads = (os.getpid(), ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="tideline-pg"))
+        return _threads[1]
 
 
 class _JoinReader:
@@ -333,10 +347,11 @@ class _JoinReader:
 def _snapshot(conn: Connection, agent_id: str, kinds: Sequence[str], params: SearchIn) -> tuple[bool, Snapshot]:
     """Whether any of the agent's rows waits to be indexed, and the `Snapshot`, in one statement: on a small store
     each round trip costs about as much as the work it asks for."""
-    columns = [
-        f"{pg_terms.UNINDEXED_SQL} AS unindexed",
-        "(SELECT max(rows) FROM fts_terms WHERE agent_id = :agent AND kind = ANY(:kinds) AND view = 'kw' "
-        "AND term = :total) AS rows",
+    columns = [f"{pg_terms.UNINDEXED_SQL} AS unindexed"]
+    columns += [
+        f"(SELECT rows FROM fts_terms WHERE agent_id = :agent AND kind = '{kind}' AND view = 'kw' AND term = :total) "
+        f"AS rows_{kind}"
+        for kind in kinds
     ]
     if params.mode != "keyword":
         columns += [
@@ -346,13 +361,12 @@ def _snapshot(conn: Connection, agent_id: str, kinds: Sequence[str], params: Sea
         ]
     if "context" in kinds:
         columns.append(f"ARRAY({pg_keywords.SPEAKERS_SQL}) AS speakers")
-    found = conn.execute(
-        text(f"SELECT {', '.join(columns)}"), {"agent": agent_id, "kinds": list(kinds), "total": pg_terms.TOTAL}
-    )
+    found = conn.execute(text(f"SELECT {', '.join(columns)}"), {"agent": agent_id, "total": pg_terms.TOTAL})
     row = found.one()._mapping
     waiting = sum(int(row[f"waiting_{kind}"]) for kind in kinds) if params.mode != "keyword" else 0
     speakers = frozenset(row["speakers"] or ()) if "context" in kinds else frozenset()
-    snapshot = Snapshot(version=None, waiting=waiting, speakers=speakers, rows=int(row["rows"] or 0))
+    rows = {kind: int(row[f"rows_{kind}"] or 0) for kind in kinds}
+    snapshot = Snapshot(version=None, waiting=waiting, speakers=speakers, rows=rows)
     return bool(row["unindexed"]), snapshot
 
 

@@ -38,12 +38,12 @@ SCRIPTS_KEPT = 200_000  # rows whose script a process remembers
 class Snapshot:
     """What a search reads of the store before it ranks: the version to refresh the indexes to (None: no
     in-memory index is refreshed), the rows still without a vector, and when read up front the speakers' names
-    and the row count of the agent's largest kind searched (a source asks a small store in fewer statements)."""
+    and the agent's row count of each kind searched (a source asks small views in fewer statements)."""
 
     version: StoreVersion | None
     waiting: int
     speakers: frozenset[str] = frozenset()
-    rows: int | None = None
+    rows: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,17 @@ class Database:
             yield conn
 
     @contextmanager
+    def lookup(self) -> Iterator[Connection]:
+        """A connection for one read statement: on PostgreSQL outside any transaction (no BEGIN and COMMIT round
+        trips: the statement is its own); elsewhere, and inside `one_read` on this thread, `read`."""
+        if self.dialect != "postgresql" or getattr(self._held, "conn", None) is not None:
+            with self.read() as conn:
+                yield conn
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            yield conn
+
+    @contextmanager
     def one_read(self) -> Iterator[None]:
         """Every `read` on this thread until this ends is one connection and one transaction.
 

@@ -259,6 +259,35 @@ def test_a_search_of_a_small_store_asks_few_statements_on_few_connections(pg: Da
         event.remove(pg.engine.pool, "checkout", taken)
 
 
+def test_a_store_with_large_and_small_views_looks_the_small_ones_up_together_and_each_large_one_beside_them(
+    pg: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _load(pg)  # four memories, eleven turns
+    searcher = pg_source.searcher(pg, WordsEmbedder())
+    asked = [
+        parse(SearchIn, {"query": question, "mode": mode, "limit": 8})
+        for question in QUESTIONS
+        for mode in ("keyword", "hybrid")
+    ]
+    alone = [ask(searcher, "alice", **params.model_dump(exclude_defaults=True)) for params in asked]
+    monkeypatch.setattr(pg_source, "SMALL_VIEW", 8)  # now the turns' views are large, the memories' small
+    taken = [0]
+
+    def counted(*_: object) -> None:
+        taken[0] += 1
+
+    event.listen(pg.engine.pool, "checkout", counted)
+    try:
+        for params, expected in zip(asked, alone, strict=True):
+            taken[0] = 0
+            assert ask(searcher, "alice", **params.model_dump(exclude_defaults=True)) == expected, params.query
+            # The searching thread's connection (with the memories' keyword view), one for each of the turns' two
+            # keyword views; in hybrid, the dense half's (with the memories' walk) and one for each of the turns'.
+            assert taken[0] == {"keyword": 3, "hybrid": 6}[params.mode], (params.query, params.mode)
+    finally:
+        event.remove(pg.engine.pool, "checkout", counted)
+
+
 def test_lookups_side_by_side_answer_in_the_order_asked_and_at_once() -> None:
     barrier = threading.Barrier(3, timeout=10)
 

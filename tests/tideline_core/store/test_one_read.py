@@ -1,4 +1,5 @@
-"""A search's reads on one connection (`Database.one_read`): shared on its thread, fresh on others, never stale."""
+"""A search's reads on one connection (`Database.one_read`): shared on its thread, fresh on others, never stale;
+a lookup beside it (`Database.lookup`) outside any transaction."""
 
 from __future__ import annotations
 
@@ -78,3 +79,31 @@ def test_a_failed_statement_inside_one_read_fails_the_caller_and_frees_the_conne
         conn.execute(text("SELECT * FROM no_such_table"))
     with pg.read() as conn:
         assert conn.execute(text("SELECT 1")).scalar_one() == 1
+
+
+def test_a_lookup_runs_each_statement_as_a_transaction_of_its_own(pg: Database) -> None:
+    with pg.lookup() as conn:
+        first = conn.execute(text("SELECT txid_current()")).scalar_one()
+        second = conn.execute(text("SELECT txid_current()")).scalar_one()
+    assert first != second  # no BEGIN held them together, nor a COMMIT to send after
+
+
+def test_a_lookup_inside_one_read_on_its_thread_is_that_read(pg: Database) -> None:
+    taken = checkouts(pg)
+    with pg.one_read():
+        with pg.read() as conn:
+            held = conn.execute(text("SELECT txid_current()")).scalar_one()
+        with pg.lookup() as conn:
+            looked = conn.execute(text("SELECT txid_current()")).scalar_one()
+    assert looked == held
+    assert taken[0] == 1
+
+
+def test_a_connection_that_served_a_lookup_serves_reads_in_transactions_again(pg: Database) -> None:
+    with pg.lookup() as conn:
+        conn.execute(text("SELECT 1"))
+    for _ in range(3):  # whichever pooled connection comes back
+        with pg.read() as conn:
+            first = conn.execute(text("SELECT txid_current()")).scalar_one()
+            second = conn.execute(text("SELECT txid_current()")).scalar_one()
+        assert first == second
