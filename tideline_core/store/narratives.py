@@ -7,7 +7,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import (
+    CompoundSelect,
+    Connection,
+    Text,
+    cast,
+    func,
+    insert,
+    literal,
+    literal_column,
+    null,
+    select,
+    union_all,
+    update,
+)
 
 from tideline_core.domain import scoring
 from tideline_core.domain.inputs import AmendmentIn, NarrativeIn
@@ -108,25 +121,16 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
     notes: dict[int, list[str]] = defaultdict(list)
     latest: dict[int, AmendmentNote] = {}
     if ids:
-        tagged, source, amendment = NarrativeTag.__table__.c, NarrativeSource.__table__.c, Amendment.__table__.c
-        for nid, tag in conn.execute(select(tagged.narrative_id, tagged.tag).where(tagged.narrative_id.in_(ids))):
-            tags[nid].append(tag)
-        for nid, cid, guessed, score in conn.execute(
-            select(source.narrative_id, source.context_id, source.inferred, source.score)
-            .where(source.narrative_id.in_(ids))
-            .order_by(source.context_id)
-        ):
-            if guessed:
+        for nid, part, words, cid, guessed, score, at, _place in conn.execute(_details(ids)):
+            if part == _TAG:
+                tags[nid].append(words)
+            elif part == _NOTE:
+                notes[nid].append(words)
+                latest[nid] = AmendmentNote(words, at)
+            elif guessed:
                 inferred[nid].append(InferredSource(cid, score))
             else:
                 links[nid].append(cid)
-        for nid, note, at in conn.execute(
-            select(amendment.narrative_id, amendment.note, amendment.created_at)
-            .where(amendment.narrative_id.in_(ids))
-            .order_by(amendment.id)
-        ):
-            notes[nid].append(note)
-            latest[nid] = AmendmentNote(note, at)
     return {
         r.id: as_record(
             NarrativeRecord,
@@ -140,6 +144,52 @@ def _records(conn: Connection, rows: Sequence[Any]) -> dict[int, NarrativeRecord
         )
         for r in rows
     }
+
+
+_TAG, _SOURCE, _NOTE = 0, 1, 2  # the parts of a narrative `_details` reads, in this order
+
+
+def _details(ids: Sequence[int]) -> CompoundSelect:
+    """The tags, source links and amendments of these narratives, in one statement (one round trip, not three):
+    (narrative id, part, tag or note, context id, inferred, score, noted at, place); links by turn, notes as written."""
+    tagged, source, amendment = NarrativeTag.__table__.c, NarrativeSource.__table__.c, Amendment.__table__.c
+
+    def none(column: Any) -> Any:
+        return cast(null(), column.type)
+
+    parts = [
+        select(
+            tagged.narrative_id,
+            literal(_TAG).label("part"),
+            cast(tagged.tag, Text).label("words"),
+            none(source.context_id).label("context_id"),
+            none(source.inferred).label("inferred"),
+            none(source.score).label("score"),
+            none(amendment.created_at).label("at"),
+            literal(0).label("place"),
+        ).where(tagged.narrative_id.in_(ids)),
+        select(
+            source.narrative_id,
+            literal(_SOURCE),
+            cast(null(), Text),
+            source.context_id,
+            source.inferred,
+            source.score,
+            none(amendment.created_at),
+            source.context_id,
+        ).where(source.narrative_id.in_(ids)),
+        select(
+            amendment.narrative_id,
+            literal(_NOTE),
+            cast(amendment.note, Text),
+            none(source.context_id),
+            none(source.inferred),
+            none(source.score),
+            amendment.created_at,
+            amendment.id,
+        ).where(amendment.narrative_id.in_(ids)),
+    ]
+    return union_all(*parts).order_by(literal_column("part"), literal_column("place"))
 
 
 def recall(
