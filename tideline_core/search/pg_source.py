@@ -158,12 +158,15 @@ class PostgresSource:
                     terms, lambda forms: pg_keywords.words_beginning(conn, agent_id, views, forms, PREFIX_WORDS)
                 )
                 groups = {**groups, **begun}
-            stats = pg_keywords.view_stats(conn, agent_id, views, terms)
             # A word of the question in the other language is the same word: asked for as one of its own, of each
-            # kind whose rows hold both scripts (as the in-memory index asks each kind's shard).
+            # kind whose rows hold both scripts (as the in-memory index asks each kind's shard). Their row counts
+            # are read with the question's own where the last search found the store bilingual.
+            bilingual_before = any(self._store_scripts.get((agent_id, kind), ((), False))[1] for kind in q.kinds)
+            read_with = _crossing_words(terms) if bilingual_before else {}
+            stats = pg_keywords.view_stats(conn, agent_id, views, [*terms, *read_with])
             crossed = [kind for kind in q.kinds if self._bilingual(conn, agent_id, kind, stats)]
-            crossing = dict.fromkeys(crossing_terms(terms, lambda _: True) if crossed else (), CROSSING_WEIGHT)
-            if crossing:  # only the crossing words' row counts are new: the views' totals were just read
+            crossing = _crossing_words(terms) if crossed else {}
+            if crossing.keys() - read_with.keys():  # only the crossing words' row counts are new
                 more = pg_keywords.view_stats(conn, agent_id, views, crossing)
                 stats = {
                     view: replace(read, df={**read.df, **more[view].df}) if view in more else read
@@ -257,6 +260,11 @@ def searcher(
     """The ranking over PostgreSQL's own indexes of `db` (no per-agent state in the process)."""
     source = PostgresSource(db, embedder.model, ef_search=ef_search, extracts=extracts)
     return HybridSearch(embedder, source, StoreRows(db), query_timeout=query_timeout, extracts=extracts)
+
+
+def _crossing_words(terms: Mapping[str, float]) -> dict[str, float]:
+    """The question's words in the other language (`glossary.crossing_terms`), each with its weight."""
+    return dict.fromkeys(crossing_terms(terms, lambda _: True), CROSSING_WEIGHT)
 
 
 def lookup_groups(items: Sequence[_Item], small: Callable[[_Item], bool]) -> list[list[_Item]]:

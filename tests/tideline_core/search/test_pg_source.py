@@ -222,7 +222,7 @@ def test_rankings_match_the_in_memory_search_over_the_same_rows(pg: Database, tm
 
 # What one search of the small store above may cost, once the agent's scripts are known: each statement is a
 # round trip, and each connection taken from the pool three more (its ping, BEGIN and COMMIT).
-STATEMENTS_PER_SEARCH = 18
+STATEMENTS_PER_SEARCH = 14
 # The searching thread's reads share one connection; a hybrid search's dense half, on a thread of its own, one more.
 CONNECTIONS_PER_SEARCH = {"keyword": 1, "hybrid": 2}
 
