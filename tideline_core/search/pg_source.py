@@ -294,7 +294,7 @@ _threads_lock = threading.Lock()
 
 def _lookup_threads() -> ThreadPoolExecutor:
     """The threads `side_by_side` hands lookups to, started with the process's first search and kept (starting
-    threads for each search costs more than some lookups); a forked child starts its own, its parent's are not
+    them for every search cost every search process CPU); a forked child starts its own, its parent's are not
     there."""
     global _threads
     with _threads_lock:
