@@ -6,7 +6,9 @@ so rankings can be compared exactly with the ranking over in-memory indexes of t
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -297,6 +299,26 @@ def test_lookups_side_by_side_answer_in_the_order_asked_and_at_once() -> None:
 
     assert side_by_side(lookup, ["kw", "kw_ctx", "dense"]) == ["KW", "KW_CTX", "DENSE"]
     assert side_by_side(lookup, []) == []
+
+
+def _three_lookups() -> list[str]:
+    return side_by_side(str.upper, ["kw", "kw_ctx", "dense"])
+
+
+# A prefork worker forks a process that may have searched: the child is multi-threaded Python's warning case.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_looks_up_side_by_side_on_threads_of_its_own() -> None:
+    barrier = threading.Barrier(3, timeout=10)
+
+    def together(name: str) -> str:
+        barrier.wait()
+        return name
+
+    assert side_by_side(together, ["kw", "kw_ctx", "dense"]) == ["kw", "kw_ctx", "dense"]  # two lookup threads
+    time.sleep(0.5)  # both idle now: a lookup is handed to an idle thread rather than to a new one
+    with multiprocessing.get_context("fork").Pool(1) as children:
+        # The parent's threads are not in the child: lookups handed to them would wait for ever.
+        assert children.apply_async(_three_lookups).get(timeout=30) == ["KW", "KW_CTX", "DENSE"]
 
 
 def test_a_lookup_that_fails_side_by_side_fails_the_search() -> None:
