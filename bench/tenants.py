@@ -149,8 +149,8 @@ def latency(url: str, sample: list[str], rounds: int) -> dict[str, float]:
 
 def round_trips(url: str, sample: list[str], rounds: int) -> tuple[float, float]:
     """Statements and pool connections a hybrid search takes, mean over `rounds` new queries (each connection also
-    costs a round trip for its ping, its BEGIN and its COMMIT). Counted apart from `latency`, whose figures the
-    counting would slow."""
+    costs a round trip for its ping, and one holding a transaction for its BEGIN and its COMMIT). Counted apart from
+    `latency`, whose figures the counting would slow."""
     service = compose(sandbox_settings(url), jobs=NullJobQueue())
     counts = [0, 0]
 
@@ -323,7 +323,7 @@ def main() -> None:
             statements, connections = round_trips(url, sample, args.queries)
             print(
                 f"  statements / pool connections a hybrid search takes: {statements:.1f} / {connections:.1f} "
-                f"(each connection also a ping, a BEGIN and a COMMIT)"
+                f"(each connection also a ping; one in a transaction a BEGIN and a COMMIT)"
             )
             agreement = depth_agreement(url, sample, args.queries, KEYWORD_REFERENCE)
             print(
