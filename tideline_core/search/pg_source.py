@@ -165,7 +165,7 @@ class PostgresSource:
             read_with = _crossing_words(terms) if bilingual_before else {}
             stats = pg_keywords.view_stats(conn, agent_id, views, [*terms, *read_with])
             crossed = [kind for kind in q.kinds if self._bilingual(conn, agent_id, kind, stats)]
-            crossing = _crossing_words(terms) if crossed else {}
+            crossing = (read_with or _crossing_words(terms)) if crossed else {}
             if crossing.keys() - read_with.keys():  # only the crossing words' row counts are new
                 more = pg_keywords.view_stats(conn, agent_id, views, crossing)
                 stats = {
